@@ -1,0 +1,367 @@
+"""Stack configuration: parsed once, at the edge, into validated typed models.
+
+The input is the flat ``config:`` map of a ``stacks/Pulumi.<stack>.yaml`` file
+(``{"gcp:project": ..., "raytpu:zone": ..., "raytpu:slices": [...]}``). Every problem
+becomes one line naming the key path, the bad value and the valid choices; nothing
+downstream ever sees raw config.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from . import versions
+from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
+
+NAMESPACE = "raytpu"
+DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+class ConfigError(Exception):
+    """One or more problems in a stack's configuration, each a full sentence."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class Autoscaling(_Model):
+    """Elastic slices: how many slices of this shape may exist at once."""
+
+    min: int = Field(0, ge=0)
+    max: int = Field(ge=1)
+
+
+class SliceConfig(_Model):
+    """One entry of ``raytpu:slices``: ``count`` slices of one TPU shape."""
+
+    name: str
+    tpu: str
+    topology: str | None = None
+    count: int = Field(1, ge=1)
+    autoscaling: Autoscaling | None = None
+    spot: bool = False
+    reservation: str | None = None
+    machine_type: str | None = None
+
+    @cached_property
+    def shape(self) -> SliceShape:
+        return slice_shape(self.tpu, self.topology, self.machine_type)
+
+    @property
+    def elastic(self) -> bool:
+        return self.autoscaling is not None
+
+    @property
+    def min_slices(self) -> int:
+        return self.autoscaling.min if self.autoscaling else self.count
+
+    @property
+    def max_slices(self) -> int:
+        return self.autoscaling.max if self.autoscaling else self.count
+
+    @property
+    def initial_slices(self) -> int:
+        """Slices Ray asks for at start: ``count``, clamped into the autoscaling range."""
+        return min(max(self.count, self.min_slices), self.max_slices)
+
+
+class AuthorizedNetwork(_Model):
+    cidr_block: str
+    display_name: str = "allowed"
+
+
+class SystemPool(_Model):
+    """The CPU node pool for kube-system, the operators and the Ray head."""
+
+    machine_type: str = "n2-standard-8"
+    min_nodes: int = Field(1, ge=1)
+    max_nodes: int = Field(3, ge=1)
+    disk_size_gb: int = Field(100, ge=20)
+
+
+class ClusterConfig(_Model):
+    name: str = "raytpu"
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    min_master_version: str | None = None
+    regional: bool = False
+    deletion_protection: bool = True
+    master_ipv4_cidr_block: str = "172.16.0.32/28"
+    master_authorized_networks: list[AuthorizedNetwork] = []
+    private_endpoint: bool = False
+    system_pool: SystemPool = SystemPool()
+
+
+class ExistingNetwork(_Model):
+    network: str
+    subnetwork: str
+    pods_range_name: str
+    services_range_name: str
+
+
+class NetworkConfig(_Model):
+    create: bool = True
+    subnet_cidr: str = "10.0.0.0/20"
+    pods_cidr: str = "10.16.0.0/14"
+    services_cidr: str = "10.20.0.0/20"
+    existing: ExistingNetwork | None = None
+    iap_ssh: bool = False
+    ray_access_cidrs: list[str] = []
+
+
+class KubeRayConfig(_Model):
+    mode: Literal["helm", "gke-addon"] = "helm"
+    version: str = versions.KUBERAY_VERSION
+    namespace: str = "kuberay-system"
+    webhook_version: str = versions.CHARTS["kuberay-tpu-webhook"].version
+    cert_manager_version: str = versions.CHARTS["cert-manager"].version
+
+
+class RayConfig(_Model):
+    version: str = versions.RAY_VERSION
+    cluster_name: str = "raytpu"
+    namespace: str = "ray"
+    service_account: str = "ray-workload"
+    image: str | None = None
+    """Full image reference; default: this stack's Artifact Registry image."""
+    image_tag: str = "latest"
+    idle_timeout_seconds: int = Field(600, ge=0)
+    head_cpu: str = "4"
+    head_memory: str = "16Gi"
+    dashboard_internal_lb: bool = False
+
+
+class StorageConfig(_Model):
+    bucket: str | None = None
+    """Checkpoint bucket name; default ``<project>-<stack>-raytpu``."""
+    location: str | None = None
+    retention_days: int = Field(30, ge=1)
+    force_destroy: bool = False
+
+
+class RegistryConfig(_Model):
+    create: bool = True
+    repository: str = "raytpu"
+
+
+class StackConfig(_Model):
+    """The whole validated stack: what the program and the CLI work from."""
+
+    stack: str = Field(alias="stack")
+    project: str = Field(alias="gcp:project")
+    zone: str = Field(alias="raytpu:zone")
+    slices: list[SliceConfig] = Field(alias="raytpu:slices", min_length=1)
+    cluster: ClusterConfig = Field(ClusterConfig(), alias="raytpu:cluster")
+    network: NetworkConfig = Field(NetworkConfig(), alias="raytpu:network")
+    kuberay: KubeRayConfig = Field(KubeRayConfig(), alias="raytpu:kuberay")
+    ray: RayConfig = Field(RayConfig(), alias="raytpu:ray")
+    storage: StorageConfig = Field(StorageConfig(), alias="raytpu:storage")
+    registry: RegistryConfig = Field(RegistryConfig(), alias="raytpu:registry")
+
+    # Keys of other namespaces that a stack file may carry and we ignore (providers').
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @property
+    def region(self) -> str:
+        return self.zone.rsplit("-", 1)[0]
+
+    @property
+    def cluster_location(self) -> str:
+        return self.region if self.cluster.regional else self.zone
+
+    @property
+    def bucket_name(self) -> str:
+        return self.storage.bucket or f"{self.project}-{self.stack}-raytpu"
+
+    @property
+    def image(self) -> str:
+        if self.ray.image:
+            return self.ray.image
+        return (
+            f"{self.region}-docker.pkg.dev/{self.project}/{self.registry.repository}"
+            f"/raytpu:{self.ray.image_tag}"
+        )
+
+    @property
+    def warnings(self) -> list[str]:
+        out = []
+        for i, s in enumerate(self.slices):
+            gen = s.shape.generation
+            if self.zone not in gen.zones:
+                out.append(
+                    f"raytpu:zone: TPU {gen.name} (raytpu:slices[{i}].tpu {s.tpu!r}) is not "
+                    f"documented in {self.zone!r}; documented zones: {', '.join(gen.zones)}"
+                )
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing and error reporting
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class a location points into, to list its valid keys."""
+    model: Any = StackConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = {(f.alias or n): f for n, f in model.model_fields.items()}
+        field = fields.get(str(part))
+        if field is None:
+            return None
+        ann = field.annotation
+        while get_origin(ann) is not None:
+            ann = next((a for a in get_args(ann) if a is not type(None)), None)
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return None
+        model = ann
+    return model if isinstance(model, type) else None
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items() if n != "stack"]
+
+
+def _format(err: Mapping[str, Any]) -> str:
+    loc = tuple(err["loc"])
+    path = _path(loc)
+    kind = err["type"]
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        valid = f"; valid keys: {', '.join(_keys_of(parent))}" if parent else ""
+        return f"{path}: unknown key{valid}"
+    if kind == "missing":
+        return f"{path}: required key is missing"
+    if kind == "literal_error":
+        choices = err.get("ctx", {}).get("expected", "")
+        return f"{path}: {value!r} is not valid; valid: {choices.replace(' or ', ', ')}"
+    return f"{path}: {value!r} is not valid: {err['msg']}"
+
+
+def _semantic_problems(cfg: StackConfig) -> list[str]:
+    problems: list[str] = []
+    names: set[str] = set()
+    for i, s in enumerate(cfg.slices):
+        key = f"raytpu:slices[{i}]"
+        if not DNS_LABEL.match(s.name) or len(s.name) > 24:
+            problems.append(
+                f"{key}.name: {s.name!r} must be a DNS label (lowercase letters, digits, '-') "
+                "of at most 24 characters"
+            )
+        if s.name in names:
+            problems.append(f"{key}.name: {s.name!r} is used by another slice; names must be unique")
+        names.add(s.name)
+        try:
+            shape = s.shape
+        except CatalogError as e:
+            problems.append(f"{key}.{e.field}: {e}")
+            continue
+        if s.autoscaling:
+            if s.autoscaling.min > s.autoscaling.max:
+                problems.append(
+                    f"{key}.autoscaling: min {s.autoscaling.min} is greater than max "
+                    f"{s.autoscaling.max}"
+                )
+            if "count" in s.model_fields_set and not (
+                s.autoscaling.min <= s.count <= s.autoscaling.max
+            ):
+                problems.append(
+                    f"{key}.count: {s.count} is outside autoscaling "
+                    f"[{s.autoscaling.min}, {s.autoscaling.max}]"
+                )
+        min_gke = shape.generation.min_gke_version
+        if min_gke and cfg.cluster.min_master_version and versions.version_tuple(
+            cfg.cluster.min_master_version
+        ) < versions.version_tuple(min_gke):
+            problems.append(
+                f"raytpu:cluster.minMasterVersion: {cfg.cluster.min_master_version!r} is too "
+                f"old for TPU {shape.generation.name} ({key}.tpu {s.tpu!r}); need >= {min_gke}"
+            )
+
+    if cfg.kuberay.mode == "gke-addon" and cfg.cluster.min_master_version and (
+        versions.version_tuple(cfg.cluster.min_master_version)
+        < versions.version_tuple(versions.MIN_GKE_FOR_RAY_ADDON)
+    ):
+        problems.append(
+            f"raytpu:cluster.minMasterVersion: {cfg.cluster.min_master_version!r} is too old for "
+            f"raytpu:kuberay.mode 'gke-addon'; need >= {versions.MIN_GKE_FOR_RAY_ADDON}"
+        )
+    if versions.version_tuple(cfg.ray.version) < versions.version_tuple(
+        versions.MIN_RAY_VERSION_FOR_KUBERAY
+    ):
+        problems.append(
+            f"raytpu:ray.version: {cfg.ray.version!r} is older than KubeRay "
+            f"{cfg.kuberay.version} supports; need >= {versions.MIN_RAY_VERSION_FOR_KUBERAY}"
+        )
+    if not DNS_LABEL.match(cfg.cluster.name) or len(cfg.cluster.name) > 30:
+        problems.append(
+            f"raytpu:cluster.name: {cfg.cluster.name!r} must be a DNS label of at most 30 characters"
+        )
+    if not re.fullmatch(r"[a-z]+-[a-z]+\d+-[a-z]", cfg.zone):
+        problems.append(f"raytpu:zone: {cfg.zone!r} is not a GCP zone (e.g. us-central2-b)")
+    if not cfg.network.create and cfg.network.existing is None:
+        problems.append(
+            "raytpu:network.existing: required when raytpu:network.create is false "
+            "(network, subnetwork, podsRangeName, servicesRangeName)"
+        )
+    cidrs = [
+        ("raytpu:network.subnetCidr", cfg.network.subnet_cidr),
+        ("raytpu:network.podsCidr", cfg.network.pods_cidr),
+        ("raytpu:network.servicesCidr", cfg.network.services_cidr),
+        ("raytpu:cluster.masterIpv4CidrBlock", cfg.cluster.master_ipv4_cidr_block),
+    ]
+    cidrs += [(f"raytpu:network.rayAccessCidrs[{i}]", c)
+              for i, c in enumerate(cfg.network.ray_access_cidrs)]
+    cidrs += [(f"raytpu:cluster.masterAuthorizedNetworks[{i}].cidrBlock", n.cidr_block)
+              for i, n in enumerate(cfg.cluster.master_authorized_networks)]
+    for key, cidr in cidrs:
+        try:
+            net = ipaddress.ip_network(cidr)
+        except ValueError:
+            problems.append(f"{key}: {cidr!r} is not a CIDR block")
+            continue
+        if net.prefixlen == 0:
+            problems.append(f"{key}: {cidr!r} opens to the whole internet; name a narrower range")
+    return problems
+
+
+def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
+    """Validate a stack's flat config map. Raises :class:`ConfigError` listing every problem.
+
+    Keys outside the ``raytpu`` namespace other than ``gcp:project`` belong to providers
+    (``gcp:region``, ``kubernetes:...``) and are left to them.
+    """
+    ours = {k: v for k, v in raw.items() if k.startswith(f"{NAMESPACE}:") or k == "gcp:project"}
+    try:
+        cfg = StackConfig.model_validate({"stack": stack, **ours})
+    except ValidationError as e:
+        raise ConfigError([_format(err) for err in e.errors()]) from None
+    problems = _semantic_problems(cfg)
+    if problems:
+        raise ConfigError(problems)
+    return cfg
+
+
+def supported_generations() -> list[str]:
+    return list(GENERATIONS)

@@ -1,0 +1,76 @@
+"""Pinned versions, chart coordinates and ports: declared once, used everywhere.
+
+Bumping a version here changes the plan (and so the committed plan snapshots), which is
+how a reviewer sees an upgrade in a pull request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Ray: one version for the package's workloads extra (pyproject.toml), the container
+# image (workloads/Dockerfile) and the RayCluster's rayVersion. tests/ check they agree.
+RAY_VERSION = "2.60.0"
+RAY_IMAGE = f"rayproject/ray:{RAY_VERSION}-py311"
+TORCH_VERSION = "2.9.0"
+TORCH_XLA_VERSION = "2.9.0"
+
+# KubeRay 1.7.0 supports Ray >= 2.38 ("don't use Ray 2.11.0 - 2.37.0", Ray upgrade guide).
+KUBERAY_VERSION = "1.7.0"
+MIN_RAY_VERSION_FOR_KUBERAY = "2.38.0"
+RAY_API_VERSION = "ray.io/v1"
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    chart: str
+    version: str
+    repo: str
+    """Helm repository URL, or an ``oci://`` registry path (then ``chart`` is its last segment)."""
+
+
+CHARTS: dict[str, HelmChart] = {
+    "cert-manager": HelmChart("cert-manager", "v1.19.1", "https://charts.jetstack.io"),
+    "kuberay-operator": HelmChart(
+        "kuberay-operator", KUBERAY_VERSION, "https://ray-project.github.io/kuberay-helm/"
+    ),
+    # ai-on-gke/kuberay-tpu-webhook chart 0.3.1 = webhook 1.3.1 (KubeRay >= 1.4 compatible).
+    "kuberay-tpu-webhook": HelmChart(
+        "kuberay-tpu-webhook",
+        "0.3.1",
+        "oci://us-docker.pkg.dev/ai-on-gke/kuberay-tpu-webhook-helm",
+    ),
+}
+
+# GKE: the Ray Operator add-on needs this control-plane version; the TPU webhook needs 1.28.
+MIN_GKE_FOR_RAY_ADDON = "1.30.0-gke.1747000"
+MIN_GKE_FOR_TPU_WEBHOOK = "1.28.0"
+
+
+# Ports (KubeRay defaults, ray-project/kuberay utils/constant.go; TPU webhook main.go).
+class Ports:
+    RAY_GCS = 6379
+    RAY_CLIENT = 10001
+    RAY_DASHBOARD = 8265
+    RAY_METRICS = 8080
+    RAY_SERVE = 8000
+    MEGASCALE = 8081  # multislice coordinator (8080 is Ray's metrics port)
+    TPU_WEBHOOK = 443
+    CERT_MANAGER_WEBHOOK = 10250
+    # Admission webhooks the control plane must reach on nodes, beyond the 443/10250
+    # that GKE's own master rule opens (controller-runtime 9443, common 8443, Istio 15017).
+    EXTRA_WEBHOOK_PORTS = (8443, 9443, 15017)
+    IAP_SSH = 22
+
+
+# Google's IAP TCP-forwarding source range (fixed, documented by IAP).
+IAP_SOURCE_RANGE = "35.235.240.0/20"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """'1.31.2-gke.1115000' -> (1, 31, 2, 1115000); '2.60.0' -> (2, 60, 0)."""
+    base, _, gke = version.partition("-gke.")
+    parts = [int(p) for p in base.split(".") if p.isdigit()]
+    if gke:
+        parts.append(int(gke))
+    return tuple(parts)
