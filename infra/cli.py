@@ -1,0 +1,127 @@
+"""The ``raytpu`` command line: the product's interface.
+
+Stable contract (documented in README.md):
+
+* ``raytpu plan --stack NAME [--json]``      what ``pulumi up`` would create, offline
+* ``raytpu manifests --stack NAME --out DIR`` the Kubernetes objects the stack applies
+* ``raytpu catalog [GENERATION]``            the TPU shapes this package knows
+* ``raytpu train --local --tpu v4-16 ...``   the trainer on a simulated slice (CPU)
+* ``raytpu submit --stack NAME ...``         the trainer on the stack's RayCluster
+
+Exit codes: 0 success, 2 bad input (config or flags; one line per problem on stderr),
+1 anything else. Heavy imports (pulumi, torch, ray) happen inside the commands.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from raytpu.workloads.commands import register as register_workload_commands
+
+app = typer.Typer(
+    name="raytpu",
+    help="Ray on Cloud TPU multi-host slices on GKE: plan, render, train, submit.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+StackOpt = Annotated[str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")]
+StacksDirOpt = Annotated[
+    Path | None,
+    typer.Option("--stacks-dir", help="Folder of Pulumi.<stack>.yaml files (default: ./stacks)"),
+]
+
+
+def fail(problems: list[str], code: int = 2) -> typer.Exit:
+    """Print one line per problem on stderr and return the Exit to raise."""
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+@app.command()
+def plan(
+    stack: StackOpt,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    stacks_dir: StacksDirOpt = None,
+) -> None:
+    """Run the Pulumi program offline (mocked providers) and show what `pulumi up` would create."""
+    from .config import ConfigError
+    from .plan import PlanError, render_plan, run_plan
+
+    try:
+        result = run_plan(stack, stacks_dir)
+    except ConfigError as e:
+        raise fail(e.problems) from None
+    except PlanError as e:
+        raise fail([str(e)]) from None
+    if as_json:
+        sys.stdout.write(result.to_json() + "\n")
+    else:
+        render_plan(result)
+
+
+@app.command()
+def manifests(
+    stack: StackOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write YAML files into")],
+    stacks_dir: StacksDirOpt = None,
+) -> None:
+    """Write the Kubernetes objects the stack applies as YAML (for review or kubectl apply)."""
+    from .config import ConfigError
+    from .manifests import write_manifests
+    from .plan import PlanError
+
+    try:
+        written = write_manifests(stack, out, stacks_dir)
+    except ConfigError as e:
+        raise fail(e.problems) from None
+    except PlanError as e:
+        raise fail([str(e)]) from None
+    for path in written:
+        print(path)
+
+
+@app.command()
+def catalog(
+    generation: Annotated[str | None, typer.Argument(help="v4, v5e, v5p or v6e")] = None,
+) -> None:
+    """List the TPU slice shapes: accelerator type, topology, hosts, chips per host, machine type."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .catalog import GENERATIONS, CatalogError, accelerator_types, slice_shape
+
+    if generation is not None and generation not in GENERATIONS:
+        raise fail([f"generation: {generation!r} is unknown; valid: {', '.join(GENERATIONS)}"])
+    table = Table("accelerator type", "topology", "hosts", "chips/host", "machine type", "label")
+    for gen in [generation] if generation else list(GENERATIONS):
+        for name in accelerator_types(gen)[:12]:
+            default = slice_shape(name)
+            shapes = [default]
+            multi_vm = GENERATIONS[gen].machine_types[GENERATIONS[gen].multi_host_chips_per_vm]
+            if not default.multi_host and default.machine_type != multi_vm:
+                try:  # v5e/v6e 2x4 is also two 4-chip VMs
+                    shapes.append(slice_shape(name, machine_type=multi_vm))
+                except CatalogError:
+                    pass
+            for s in shapes:
+                table.add_row(s.accelerator_type, s.topology, str(s.hosts), str(s.chips_per_vm),
+                              s.machine_type, s.generation.accelerator_label)
+    Console().print(table)
+
+
+register_workload_commands(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
