@@ -259,37 +259,47 @@ def _format(err: Mapping[str, Any]) -> str:
     return f"{path}: {value!r} is not valid: {err['msg']}"
 
 
+def _slice_problems(i: int, s: SliceConfig) -> list[str]:
+    key = f"raytpu:slices[{i}]"
+    problems: list[str] = []
+    if not DNS_LABEL.match(s.name) or len(s.name) > 24:
+        problems.append(
+            f"{key}.name: {s.name!r} must be a DNS label (lowercase letters, digits, '-') "
+            "of at most 24 characters"
+        )
+    try:
+        s.shape  # noqa: B018 - resolving the shape is the check
+    except CatalogError as e:
+        problems.append(f"{key}.{e.field}: {e}")
+    if s.autoscaling:
+        if s.autoscaling.min > s.autoscaling.max:
+            problems.append(
+                f"{key}.autoscaling: min {s.autoscaling.min} is greater than max "
+                f"{s.autoscaling.max}"
+            )
+        elif "count" in s.model_fields_set and not (
+            s.autoscaling.min <= s.count <= s.autoscaling.max
+        ):
+            problems.append(
+                f"{key}.count: {s.count} is outside autoscaling "
+                f"[{s.autoscaling.min}, {s.autoscaling.max}]"
+            )
+    return problems
+
+
 def _semantic_problems(cfg: StackConfig) -> list[str]:
     problems: list[str] = []
     names: set[str] = set()
     for i, s in enumerate(cfg.slices):
         key = f"raytpu:slices[{i}]"
-        if not DNS_LABEL.match(s.name) or len(s.name) > 24:
-            problems.append(
-                f"{key}.name: {s.name!r} must be a DNS label (lowercase letters, digits, '-') "
-                "of at most 24 characters"
-            )
+        problems += _slice_problems(i, s)
         if s.name in names:
             problems.append(f"{key}.name: {s.name!r} is used by another slice; names must be unique")
         names.add(s.name)
         try:
             shape = s.shape
-        except CatalogError as e:
-            problems.append(f"{key}.{e.field}: {e}")
+        except CatalogError:
             continue
-        if s.autoscaling:
-            if s.autoscaling.min > s.autoscaling.max:
-                problems.append(
-                    f"{key}.autoscaling: min {s.autoscaling.min} is greater than max "
-                    f"{s.autoscaling.max}"
-                )
-            if "count" in s.model_fields_set and not (
-                s.autoscaling.min <= s.count <= s.autoscaling.max
-            ):
-                problems.append(
-                    f"{key}.count: {s.count} is outside autoscaling "
-                    f"[{s.autoscaling.min}, {s.autoscaling.max}]"
-                )
         min_gke = shape.generation.min_gke_version
         if min_gke and cfg.cluster.min_master_version and versions.version_tuple(
             cfg.cluster.min_master_version
@@ -356,7 +366,15 @@ def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
     try:
         cfg = StackConfig.model_validate({"stack": stack, **ours})
     except ValidationError as e:
-        raise ConfigError([_format(err) for err in e.errors()]) from None
+        problems = [_format(err) for err in e.errors()]
+        # Structural errors elsewhere must not hide catalog errors in well-formed slices.
+        slices = ours.get(f"{NAMESPACE}:slices")
+        for i, item in enumerate(slices if isinstance(slices, list) else []):
+            try:
+                problems += _slice_problems(i, SliceConfig.model_validate(item))
+            except ValidationError:
+                pass  # already reported above
+        raise ConfigError(problems) from None
     problems = _semantic_problems(cfg)
     if problems:
         raise ConfigError(problems)
