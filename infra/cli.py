@@ -14,12 +14,12 @@ Exit codes: 0 success, 2 bad input (config or flags; one line per problem on std
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-
 from raytpu.workloads.commands import register as register_workload_commands
 
 app = typer.Typer(
@@ -30,7 +30,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-StackOpt = Annotated[str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")]
+StackOpt = Annotated[
+    str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")
+]
 StacksDirOpt = Annotated[
     Path | None,
     typer.Option("--stacks-dir", help="Folder of Pulumi.<stack>.yaml files (default: ./stacks)"),
@@ -91,7 +93,7 @@ def manifests(
 def catalog(
     generation: Annotated[str | None, typer.Argument(help="v4, v5e, v5p or v6e")] = None,
 ) -> None:
-    """List the TPU slice shapes: accelerator type, topology, hosts, chips per host, machine type."""
+    """List TPU slice shapes: accelerator type, topology, hosts, chips per host, machine type."""
     from rich.console import Console
     from rich.table import Table
 
@@ -106,10 +108,8 @@ def catalog(
             shapes = [default]
             multi_vm = GENERATIONS[gen].machine_types[GENERATIONS[gen].multi_host_chips_per_vm]
             if not default.multi_host and default.machine_type != multi_vm:
-                try:  # v5e/v6e 2x4 is also two 4-chip VMs
+                with contextlib.suppress(CatalogError):  # v5e/v6e 2x4 is also two 4-chip VMs
                     shapes.append(slice_shape(name, machine_type=multi_vm))
-                except CatalogError:
-                    pass
             for s in shapes:
                 table.add_row(s.accelerator_type, s.topology, str(s.hosts), str(s.chips_per_vm),
                               s.machine_type, s.generation.accelerator_label)

@@ -8,6 +8,7 @@ downstream ever sees raw config.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -294,7 +295,9 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
         key = f"raytpu:slices[{i}]"
         problems += _slice_problems(i, s)
         if s.name in names:
-            problems.append(f"{key}.name: {s.name!r} is used by another slice; names must be unique")
+            problems.append(
+                f"{key}.name: {s.name!r} is used by another slice; names must be unique"
+            )
         names.add(s.name)
         try:
             shape = s.shape
@@ -326,7 +329,8 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
         )
     if not DNS_LABEL.match(cfg.cluster.name) or len(cfg.cluster.name) > 30:
         problems.append(
-            f"raytpu:cluster.name: {cfg.cluster.name!r} must be a DNS label of at most 30 characters"
+            f"raytpu:cluster.name: {cfg.cluster.name!r} must be a DNS label "
+            "of at most 30 characters"
         )
     if not re.fullmatch(r"[a-z]+-[a-z]+\d+-[a-z]", cfg.zone):
         problems.append(f"raytpu:zone: {cfg.zone!r} is not a GCP zone (e.g. us-central2-b)")
@@ -370,10 +374,8 @@ def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
         # Structural errors elsewhere must not hide catalog errors in well-formed slices.
         slices = ours.get(f"{NAMESPACE}:slices")
         for i, item in enumerate(slices if isinstance(slices, list) else []):
-            try:
+            with contextlib.suppress(ValidationError):  # already reported above
                 problems += _slice_problems(i, SliceConfig.model_validate(item))
-            except ValidationError:
-                pass  # already reported above
         raise ConfigError(problems) from None
     problems = _semantic_problems(cfg)
     if problems:

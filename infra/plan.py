@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.runtime import Mocks
 
 from .config import StackConfig, parse_stack_config
 
@@ -136,7 +137,7 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
     return out
 
 
-class RecordingMocks:
+class RecordingMocks(Mocks):
     """``pulumi.runtime.Mocks`` that fake provider outputs and answer invokes."""
 
     def __init__(self, project: str) -> None:
@@ -181,7 +182,7 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
     class RecordingMonitor(MockMonitor):
         """Captures each registration with its options; refuses duplicate URNs."""
 
-        def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC name
+        def RegisterResource(self, request: Any) -> Any:
             urn = self.make_urn(request.parent, request.type, request.name)
             if urn in self.resources:
                 raise PlanError(f"duplicate resource URN {urn} (two resources share a name)")
@@ -267,18 +268,20 @@ def run_program(
     cfg = parse_stack_config(stack, raw)
 
     if program is None:
-        from .program import main as program
+        from .program import main
+
+        program = main
 
     mocks = RecordingMocks(cfg.project)
     records: list[PlannedResource] = []
     monitor = _make_monitor(mocks, records)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)  # type: ignore[arg-type]
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(_as_pulumi_config(raw))
 
     outputs: dict[str, Any] = {}
     root = settings.get_root_resource()
 
-    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    @pulumi.runtime.test
     def _run() -> Any:
         assert root is not None
         root.outputs.clear()  # type: ignore[attr-defined]

@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from raytpu.catalog import (
     GENERATIONS,
     CatalogError,

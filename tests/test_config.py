@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from raytpu.config import ConfigError, parse_stack_config
 
 
@@ -79,7 +78,9 @@ def test_every_problem_is_reported_once() -> None:
     assert "raytpu:kuberay.mode: 'hlm' is not valid; valid: 'helm', 'gke-addon'" in joined
     assert "raytpu:clustr: unknown key" in joined
     assert "raytpu:slices[0].tpu: 'v4-12'" in joined
-    assert "raytpu:slices[2].topology: '2x8' is not a topology of v5litepod-16; valid: 4x4" in joined
+    assert (
+        "raytpu:slices[2].topology: '2x8' is not a topology of v5litepod-16; valid: 4x4" in joined
+    )
     assert len(problems) == 6
 
 
