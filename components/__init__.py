@@ -1,0 +1,19 @@
+"""Pulumi ComponentResources of raytpu; each is usable on its own from any Pulumi program.
+
+One re-export per line (``X as X`` marks it public for ruff and mypy).
+"""
+
+from .gke_cluster import AuthorizedNetwork as AuthorizedNetwork
+from .gke_cluster import GkeCluster as GkeCluster
+from .gke_cluster import GkeClusterArgs as GkeClusterArgs
+from .gke_cluster import SystemPoolArgs as SystemPoolArgs
+from .network import ExistingNetwork as ExistingNetwork
+from .network import Network as Network
+from .network import NetworkArgs as NetworkArgs
+from .registry import ImageRegistry as ImageRegistry
+from .registry import ImageRegistryArgs as ImageRegistryArgs
+from .storage import CheckpointStorage as CheckpointStorage
+from .storage import CheckpointStorageArgs as CheckpointStorageArgs
+from .tpu_slice_pool import SliceAutoscaling as SliceAutoscaling
+from .tpu_slice_pool import TpuSlicePool as TpuSlicePool
+from .tpu_slice_pool import TpuSlicePoolArgs as TpuSlicePoolArgs

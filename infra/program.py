@@ -6,12 +6,38 @@ under mocks. Config is read and validated here, once; components only see typed 
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pulumi
+from raytpu.components import (
+    AuthorizedNetwork,
+    CheckpointStorage,
+    CheckpointStorageArgs,
+    ExistingNetwork,
+    GkeCluster,
+    GkeClusterArgs,
+    ImageRegistry,
+    ImageRegistryArgs,
+    Network,
+    NetworkArgs,
+    SliceAutoscaling,
+    SystemPoolArgs,
+    TpuSlicePool,
+    TpuSlicePoolArgs,
+)
 
-from .config import NAMESPACE, ConfigError, StackConfig, parse_stack_config
+from . import versions
+from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stack_config
+
+if TYPE_CHECKING:
+    import pulumi_gcp as gcp
+    import pulumi_kubernetes as k8s
 
 
 def read_stack_config() -> StackConfig:
@@ -32,9 +58,259 @@ def read_stack_config() -> StackConfig:
         raise pulumi.RunError("invalid stack configuration:\n" + str(e)) from None
 
 
+# ---------------------------------------------------------------------------------------
+# The GKE side: StackConfig -> component Args -> components. The only place config is
+# mapped to Args.
+
+# Stands in for outputs of components not declared yet, so that every Args is built (and
+# validated) before the first resource exists; `dataclasses.replace` wires the real ones.
+_PENDING = "pending"
+_A = TypeVar("_A")
+
+
+@dataclass(frozen=True)
+class Infra:
+    """What the GKE side hands to the Ray layer (KubeRay operator + RayCluster)."""
+
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster (exec auth through gke-gcloud-auth-plugin)."""
+    cluster: GkeCluster
+    network: Network
+    tpu_pools: dict[str, TpuSlicePool]
+    """TPU slice pools by ``raytpu:slices[].name``."""
+    checkpoint_gsa_email: pulumi.Output[str]
+    """GSA the Ray pods' KSA impersonates (annotation ``iam.gke.io/gcp-service-account``)."""
+    bucket_name: pulumi.Output[str]
+    bucket_url: pulumi.Output[str]
+    registry_url: pulumi.Output[str]
+    image: str
+    """Trainer image reference (``raytpu:ray.image`` or this stack's registry)."""
+    system_pool_name: str
+    """GKE name of the CPU pool the Ray head and operators run on."""
+
+    @property
+    def node_pools(self) -> list[gcp.container.NodePool]:
+        """Every TPU node pool: what Ray worker groups depend on."""
+        return [p for pool in self.tpu_pools.values() for p in pool.node_pools]
+
+    @property
+    def tpu_pool_labels(self) -> dict[str, dict[str, str]]:
+        """Node labels of each TPU node pool, by GKE pool name."""
+        return {
+            name: pool.node_selector
+            for pool in self.tpu_pools.values()
+            for name in pool.node_pool_names
+        }
+
+    @property
+    def depends_on(self) -> list[pulumi.Resource]:
+        """What Kubernetes workloads must wait for: the cluster, its system and TPU pools."""
+        return [self.cluster.cluster, self.cluster.system_pool, *self.node_pools]
+
+
+def _labels(cfg: StackConfig) -> dict[str, str]:
+    return {"app": "raytpu", "stack": re.sub(r"[^a-z0-9_-]", "-", cfg.stack.lower())[:63]}
+
+
+def _account_id(base: str, suffix: str) -> str:
+    return f"{base[: 30 - len(suffix) - 1].rstrip('-')}-{suffix}"
+
+
+def _required_gke_versions(cfg: StackConfig) -> dict[str, str]:
+    """Minimum GKE versions for what this stack runs, by reason."""
+    required: dict[str, str] = {}
+    for s in cfg.slices:
+        gen = s.shape.generation
+        if gen.min_gke_version:
+            required[f"TPU {gen.name}"] = gen.min_gke_version
+    if cfg.kuberay.mode == "gke-addon":
+        required["GKE Ray Operator add-on"] = versions.MIN_GKE_FOR_RAY_ADDON
+    else:
+        required["KubeRay TPU webhook"] = versions.MIN_GKE_FOR_TPU_WEBHOOK
+    return required
+
+
+def _stack_args(cfg: StackConfig) -> tuple[
+    NetworkArgs, GkeClusterArgs, list[TpuSlicePoolArgs], CheckpointStorageArgs, ImageRegistryArgs
+]:
+    """Every component's Args, validated; Args problems become ConfigError lines."""
+    problems: list[str] = []
+
+    def make(key: str, factory: Callable[[], _A]) -> _A:
+        try:
+            return factory()
+        except (ValueError, TypeError) as e:
+            problems.append(f"{key}: {e}")
+            return None  # type: ignore[return-value]
+
+    c, n = cfg.cluster, cfg.network
+    node_tag, tpu_tag = f"{c.name}-node", f"{c.name}-tpu"
+    network = make("raytpu:network", lambda: NetworkArgs(
+        project=cfg.project,
+        region=cfg.region,
+        node_tag=node_tag,
+        tpu_node_tag=tpu_tag,
+        master_ipv4_cidr_block=c.master_ipv4_cidr_block,
+        create=n.create,
+        existing=ExistingNetwork(**n.existing.model_dump()) if n.existing and not n.create
+        else None,
+        subnet_cidr=n.subnet_cidr,
+        pods_cidr=n.pods_cidr,
+        services_cidr=n.services_cidr,
+        iap_ssh=n.iap_ssh,
+        ray_access_cidrs=tuple(n.ray_access_cidrs),
+    ))
+    cluster = make("raytpu:cluster", lambda: GkeClusterArgs(
+        project=cfg.project,
+        location=cfg.cluster_location,
+        cluster_name=c.name,
+        network=_PENDING,
+        subnetwork=_PENDING,
+        pods_range_name=_PENDING,
+        services_range_name=_PENDING,
+        node_tags=(node_tag,),
+        release_channel=c.release_channel,
+        min_master_version=c.min_master_version,
+        master_ipv4_cidr_block=c.master_ipv4_cidr_block,
+        private_endpoint=c.private_endpoint,
+        master_authorized_networks=tuple(
+            AuthorizedNetwork(a.cidr_block, a.display_name) for a in c.master_authorized_networks
+        ),
+        deletion_protection=c.deletion_protection,
+        system_pool=SystemPoolArgs(
+            machine_type=c.system_pool.machine_type,
+            min_nodes=c.system_pool.min_nodes,
+            max_nodes=c.system_pool.max_nodes,
+            disk_size_gb=c.system_pool.disk_size_gb,
+        ),
+        ray_operator_addon=cfg.kuberay.mode == "gke-addon",
+        min_versions=_required_gke_versions(cfg),
+        node_service_account_id=_account_id(c.name, "nodes"),
+        resource_labels=_labels(cfg),
+    ))
+    def pool(s: SliceConfig) -> TpuSlicePoolArgs:
+        return TpuSlicePoolArgs(
+            shape=s.shape,
+            cluster=_PENDING,
+            zone=cfg.zone,
+            node_service_account=_PENDING,
+            project=cfg.project,
+            location=cfg.cluster_location,
+            pool_name=s.name,
+            slices=s.initial_slices if s.elastic else s.count,
+            autoscaling=SliceAutoscaling(s.min_slices, s.max_slices) if s.elastic else None,
+            spot=s.spot,
+            reservation=s.reservation,
+            node_tags=(node_tag, tpu_tag),
+        )
+
+    pools = [make(f"raytpu:slices[{i}]", partial(pool, s)) for i, s in enumerate(cfg.slices)]
+    storage = make("raytpu:storage", lambda: CheckpointStorageArgs(
+        project=cfg.project,
+        bucket_name=cfg.bucket_name,
+        location=cfg.storage.location or cfg.region,
+        namespace=cfg.ray.namespace,
+        ksa_name=cfg.ray.service_account,
+        gsa_account_id=_account_id(c.name, "ckpt"),
+        retention_days=cfg.storage.retention_days,
+        force_destroy=cfg.storage.force_destroy,
+        labels=_labels(cfg),
+    ))
+    registry = make("raytpu:registry", lambda: ImageRegistryArgs(
+        project=cfg.project,
+        location=cfg.region,
+        repository_id=cfg.registry.repository,
+        create=cfg.registry.create,
+        labels=_labels(cfg),
+    ))
+    if problems:
+        raise ConfigError(problems)
+    return network, cluster, pools, storage, registry
+
+
+def build_infra(cfg: StackConfig) -> Infra:
+    """Declare the network, the cluster, the TPU slice pools, storage and registry."""
+    net_args, cluster_args, pool_args, storage_args, registry_args = _stack_args(cfg)
+
+    network = Network(cfg.cluster.name, net_args)
+    gke = GkeCluster(cfg.cluster.name, dataclasses.replace(
+        cluster_args,
+        network=network.network,
+        subnetwork=network.subnetwork,
+        pods_range_name=network.pods_range_name,
+        services_range_name=network.services_range_name,
+    ))
+    tpu_pools = {
+        s.name: TpuSlicePool(s.name, dataclasses.replace(
+            args, cluster=gke.cluster_id, node_service_account=gke.node_service_account_email
+        ))
+        for s, args in zip(cfg.slices, pool_args, strict=True)
+    }
+    storage = CheckpointStorage("checkpoints", storage_args)
+    registry = ImageRegistry("registry", dataclasses.replace(
+        registry_args, readers=(gke.node_service_account_member,)
+    ))
+    return Infra(
+        provider=gke.provider,
+        cluster=gke,
+        network=network,
+        tpu_pools=tpu_pools,
+        checkpoint_gsa_email=storage.gsa_email,
+        bucket_name=storage.bucket_name,
+        bucket_url=storage.bucket_url,
+        registry_url=registry.url,
+        image=cfg.image,
+        system_pool_name="system",
+    )
+
+
+def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
+    """Stack outputs of the GKE side."""
+    gke = infra.cluster
+    return {
+        "cluster_name": gke.cluster_name,
+        "cluster_location": gke.location,
+        "cluster_endpoint": gke.endpoint,
+        "kubeconfig": gke.kubeconfig,  # secret
+        "gke_version": gke.gke_version,
+        "node_service_account": gke.node_service_account_email,
+        "network": infra.network.network,
+        "subnetwork": infra.network.subnetwork,
+        "node_pools": {name: p.node_pool_names for name, p in infra.tpu_pools.items()},
+        "slices": {
+            s.name: {
+                "tpu": s.shape.accelerator_type,
+                "topology": s.shape.topology,
+                "machineType": s.shape.machine_type,
+                "hostsPerSlice": s.shape.hosts,
+                "minSlices": s.min_slices,
+                "maxSlices": s.max_slices,
+                "spot": s.spot,
+                "nodeSelector": s.shape.node_selector,
+            }
+            for s in cfg.slices
+        },
+        "bucket_name": infra.bucket_name,
+        "bucket_url": infra.bucket_url,
+        "checkpoint_gsa_email": infra.checkpoint_gsa_email,
+        "registry_url": infra.registry_url,
+        "image": infra.image,
+    }
+
+
 def build(cfg: StackConfig) -> dict[str, Any]:
     """Declare every resource of the stack; return the stack outputs."""
-    raise NotImplementedError  # being written: network, cluster, slice pools, storage, Ray
+    infra = build_infra(cfg)
+    outputs = infra_outputs(cfg, infra)
+
+    # ---- Ray layer (KubeRay operator + RayCluster) plugs in here. ------------------------
+    # Everything it needs is on `infra`: provider, checkpoint_gsa_email, bucket_name, image,
+    # system_pool_name, and the TPU pools to depend on (`depends_on`, `tpu_pool_labels`), e.g.
+    #   outputs |= build_ray(cfg, provider=infra.provider, gsa_email=infra.checkpoint_gsa_email,
+    #                        depends_on=infra.depends_on, system_pool=infra.system_pool_name,
+    #                        tpu_pools=infra.tpu_pool_labels)
+    # ---------------------------------------------------------------------------------------
+    return outputs
 
 
 def main() -> None:

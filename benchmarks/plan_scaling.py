@@ -1,0 +1,269 @@
+"""How `raytpu plan --json` scales with the number of TPU slice pools, against xpk.
+
+Each measurement is a fresh process (as a user runs it): wall time from spawn to exit and
+the child's own peak RSS (``os.wait4`` rusage). Stacks with 1, 8 and 64 multi-host
+v5litepod-16 slices (= node pools of 4 nodes) are generated into a temporary folder; runs
+are interleaved and repeated, and the median is compared.
+
+The peer is Google's xpk: ``xpk cluster create --dry-run --tpu-type v5litepod-16
+--num-slices 64 ...`` prints the gcloud/kubectl commands that would create the same 64 node
+pools. xpk lives in its own throwaway venv (default ``/tmp/xpkvenv``, created on demand
+with ``pip install xpk``), never in the project's venv; pass ``--xpk PATH`` to use an
+existing executable. Without xpk the comparison is skipped, saying why.
+
+Targets: 64 pools within 3x the time of 1 pool; peak RSS under 500 MB; the 64-slice plan
+no slower than xpk's 64-slice dry run.
+
+    python benchmarks/plan_scaling.py [--repeat 5] [--xpk /path/to/xpk] [--importtime]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SIZES = (1, 8, 64)
+TPU = "v5litepod-16"
+ZONE = "us-west4-a"
+XPK_VENV = Path("/tmp/xpkvenv")
+TIME_RATIO_TARGET = 3.0
+RSS_TARGET_MB = 500.0
+
+
+@dataclass
+class Samples:
+    label: str
+    wall_s: list[float] = field(default_factory=list)
+    rss_mb: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.wall_s)
+
+    @property
+    def best(self) -> float:
+        return min(self.wall_s)
+
+    @property
+    def peak_rss(self) -> float:
+        return max(self.rss_mb)
+
+
+# Children may write bytecode caches: pip precompiled xpk at install, and the warm-up run
+# gives raytpu's own modules the same (some sandboxes set PYTHONDONTWRITEBYTECODE=1).
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+# The proposed cli.py change, for an informational row: print the plan, then leave without
+# interpreter teardown (freeing ~10^5 objects of the Pulumi SDKs takes 0.3-0.5 s).
+FAST_EXIT = (
+    "import os, sys\n"
+    "from raytpu.cli import app\n"
+    "try:\n"
+    "    app(standalone_mode=False); rc = 0\n"
+    "except SystemExit as e:\n"
+    "    rc = e.code or 0\n"
+    "sys.stdout.flush(); os._exit(rc)\n"
+)
+
+
+def measure(cmd: list[str], cwd: Path, check_stdout: str | None = None) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) of the child itself, and its stdout."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                env=CHILD_ENV)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"{' '.join(cmd)} exited {proc.returncode}:\n{err.read().decode()[-2000:]}"
+            )
+    if check_stdout is not None and check_stdout not in stdout:
+        raise RuntimeError(f"{' '.join(cmd)}: expected {check_stdout!r} in its output")
+    return wall, usage.ru_maxrss / 1024.0, stdout  # ru_maxrss is KiB on Linux
+
+
+def write_stacks(folder: Path) -> None:
+    for n in SIZES:
+        config = {
+            "gcp:project": "bench-project",
+            "raytpu:zone": ZONE,
+            "raytpu:slices": [{"name": "v5e-16", "tpu": TPU, "count": n, "spot": True}],
+            "raytpu:cluster": {"name": "bench", "deletionProtection": False},
+        }
+        (folder / f"Pulumi.scale{n}.yaml").write_text(yaml.safe_dump({"config": config}))
+
+
+def raytpu_command() -> list[str]:
+    script = Path(sys.executable).with_name("raytpu")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "raytpu.cli"]
+
+
+def check_plan(stdout: str, n: int) -> None:
+    plan = json.loads(stdout)
+    pools = [r for r in plan["resources"] if r["type"] == "gcp:container/nodePool:NodePool"
+             and r["inputs"].get("placementPolicy")]
+    if len(pools) != n:
+        raise RuntimeError(f"plan for {n} slices has {len(pools)} TPU node pools")
+
+
+def find_xpk(explicit: str | None, install: bool) -> tuple[Path | None, str]:
+    if explicit:
+        path = Path(explicit)
+        return (path, "given") if path.exists() else (None, f"--xpk {explicit} does not exist")
+    candidate = XPK_VENV / "bin" / "xpk"
+    if candidate.exists():
+        return candidate, f"found in {XPK_VENV}"
+    if not install:
+        return None, f"no xpk in {XPK_VENV} and --no-install-xpk given"
+    print(f"installing xpk into a throwaway venv {XPK_VENV} ...", flush=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(XPK_VENV)], check=True,
+                       capture_output=True, timeout=120)
+        subprocess.run([str(XPK_VENV / "bin" / "pip"), "install", "-q", "xpk"], check=True,
+                       capture_output=True, timeout=600)
+    except (subprocess.SubprocessError, OSError) as e:
+        detail = getattr(e, "stderr", b"") or b""
+        return None, f"pip install xpk failed: {e} {detail.decode(errors='replace')[-300:]}"
+    return (candidate, "installed") if candidate.exists() else (None, "xpk missing after install")
+
+
+def xpk_command(xpk: Path, slices: int) -> list[str]:
+    return [str(xpk), "cluster", "create", "--dry-run", "--tpu-type", TPU,
+            "--num-slices", str(slices), "--spot", "--cluster", "x", "--project", "p",
+            "--zone", ZONE]
+
+
+def import_report(cmd: list[str], cwd: Path, top: int = 12) -> list[tuple[str, float]]:
+    """Cumulative import time per top-level package (``python -X importtime``)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *cmd[1:]] if cmd[0] ==
+                          sys.executable else [sys.executable, "-X", "importtime", "-m",
+                                               "raytpu.cli", *cmd[1:]],
+                          cwd=cwd, capture_output=True, text=True, check=False)
+    totals: dict[str, float] = {}
+    for line in proc.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", line)
+        if m:
+            parts = m.group(2).split(".")
+            key = ".".join(parts[:2]) if parts[0] in ("pulumi_gcp", "pulumi_kubernetes",
+                                                      "raytpu") else parts[0]
+            totals[key] = totals.get(key, 0.0) + int(m.group(1)) / 1e6
+    return sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+
+
+def verdict(ok: bool | None) -> str:
+    return "SKIP" if ok is None else ("PASS" if ok else "MISS")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median used)")
+    ap.add_argument("--xpk", help="path of an xpk executable (default: /tmp/xpkvenv/bin/xpk)")
+    ap.add_argument("--no-install-xpk", action="store_true",
+                    help="do not create /tmp/xpkvenv when xpk is missing")
+    ap.add_argument("--importtime", action="store_true",
+                    help="also print where the 64-slice plan spends its import time")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    opts = ap.parse_args()
+
+    xpk, xpk_note = find_xpk(opts.xpk, install=not opts.no_install_xpk)
+    raytpu = raytpu_command()
+    results = {n: Samples(f"raytpu plan, {n} pools") for n in SIZES}
+    xpk_samples = Samples("xpk dry run, 64 slices")
+    fast = Samples("64 pools, no teardown (info)")
+    xpk_error = ""
+
+    with tempfile.TemporaryDirectory(prefix="raytpu-bench-") as tmp:
+        stacks = Path(tmp) / "stacks"
+        stacks.mkdir()
+        write_stacks(stacks)
+        xpk_cwd = Path(tmp) / "xpk"
+        xpk_cwd.mkdir()
+        for n in SIZES:  # warm-up: .pyc files, page cache
+            _, _, out = measure([*raytpu, "plan", "--stack", f"scale{n}", "--json",
+                                 "--stacks-dir", str(stacks)], REPO)
+            check_plan(out, n)
+        if xpk is not None:
+            try:
+                measure(xpk_command(xpk, 64), xpk_cwd, check_stdout="node-pools create")
+            except RuntimeError as e:
+                xpk_error, xpk = str(e)[-500:], None
+        for _ in range(opts.repeat):  # interleaved, so background load hits all alike
+            for n in SIZES:
+                wall, rss, _ = measure([*raytpu, "plan", "--stack", f"scale{n}", "--json",
+                                        "--stacks-dir", str(stacks)], REPO)
+                results[n].wall_s.append(wall)
+                results[n].rss_mb.append(rss)
+            wall, rss, _ = measure([sys.executable, "-c", FAST_EXIT, "plan", "--stack", "scale64",
+                                    "--json", "--stacks-dir", str(stacks)], REPO)
+            fast.wall_s.append(wall)
+            fast.rss_mb.append(rss)
+            if xpk is not None:
+                wall, rss, _ = measure(xpk_command(xpk, 64), xpk_cwd)
+                xpk_samples.wall_s.append(wall)
+                xpk_samples.rss_mb.append(rss)
+        imports = (import_report([*raytpu, "plan", "--stack", "scale64", "--json",
+                                  "--stacks-dir", str(stacks)], REPO)
+                   if opts.importtime else [])
+        shutil.rmtree(xpk_cwd, ignore_errors=True)
+
+    print(f"\nraytpu plan --json ({TPU} slices, one node pool each; {opts.repeat} runs, "
+          f"fresh process per run, {os.cpu_count()} CPUs)")
+    print(f"{'measurement':32s} {'median s':>9s} {'best s':>8s} {'peak RSS MB':>12s}")
+    rows = [*results.values(), fast, *([xpk_samples] if xpk_samples.wall_s else [])]
+    for s in rows:
+        print(f"{s.label:32s} {s.median:9.2f} {s.best:8.2f} {s.peak_rss:12.0f}")
+
+    t1, t64 = results[1].median, results[64].median
+    ratio = t64 / t1
+    print(f"\nratio 8/1 pools:  {results[8].median / t1:.2f}x")
+    print(f"ratio 64/1 pools: {ratio:.2f}x")
+    peak = max(s.peak_rss for s in results.values())
+    xpk_ok: bool | None = None
+    if xpk_samples.wall_s:
+        xpk_ok = t64 <= xpk_samples.median
+        print(f"raytpu 64 / xpk 64: {t64 / xpk_samples.median:.2f}x "
+              f"(best-of: {results[64].best / xpk_samples.best:.2f}x)")
+    else:
+        print(f"xpk comparison skipped: {xpk_error or xpk_note}")
+
+    checks = [
+        (f"64 pools within {TIME_RATIO_TARGET:.0f}x the time of 1 pool ({ratio:.2f}x)",
+         ratio <= TIME_RATIO_TARGET),
+        (f"peak RSS under {RSS_TARGET_MB:.0f} MB ({peak:.0f} MB)", peak < RSS_TARGET_MB),
+        ("64-slice plan no slower than xpk's dry run "
+         + (f"({t64:.2f} s vs {xpk_samples.median:.2f} s)" if xpk_samples.wall_s else ""),
+         xpk_ok),
+    ]
+    print()
+    for text, ok in checks:
+        print(f"{verdict(ok):4s}  {text}")
+    print(f"\ninfo: with the proposed cli.py fast exit, 64 pools take {fast.median:.2f} s"
+          + (f" ({fast.median / xpk_samples.median:.2f}x xpk)" if xpk_samples.wall_s else ""))
+    if imports:
+        print("\nimport time of the 64-slice plan by package (python -X importtime, self s):")
+        for name, secs in imports:
+            print(f"  {name:32s} {secs:.3f}")
+    missed = any(ok is False for _, ok in checks)
+    return 1 if (missed and opts.strict) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

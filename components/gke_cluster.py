@@ -1,0 +1,466 @@
+"""A private, VPC-native GKE Standard cluster ready for TPU slice node pools.
+
+``GkeCluster`` declares:
+
+* a least-privilege node service account (no Editor) and its project roles,
+* the cluster: private nodes, master authorized networks, Workload Identity, shielded
+  nodes, a release channel, VPC-native secondary ranges, default pool removed, explicit
+  deletion protection, optional GKE Ray Operator add-on; never the legacy ``tpu_config``
+  (2VM TPU Node integration, end of life 2025-04-25),
+* a CPU "system" node pool for kube-system, the operators and the Ray head (GKE needs at
+  least one non-TPU pool),
+* a GKE version check: the release channel's default (or the pinned minimum master
+  version) must satisfy every minimum in ``min_versions`` (TPU generations, the add-on),
+* a Kubernetes provider built from the cluster's outputs (exec auth through
+  ``gke-gcloud-auth-plugin``) for the components that deploy into the cluster.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+from raytpu.versions import version_tuple
+
+RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
+
+# Least privilege for GKE nodes (GKE hardening guide): write logs and metrics, read
+# metadata. No Editor. Artifact Registry read access is granted on the one repository by
+# ImageRegistry, not project-wide.
+NODE_SERVICE_ACCOUNT_ROLES: tuple[str, ...] = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/autoscaling.metricsWriter",
+)
+_FORBIDDEN_ROLES = ("roles/editor", "roles/owner")
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_ACCOUNT_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])$")
+_LOCATION = re.compile(r"^[a-z]+-[a-z]+\d+(-[a-z])?$")
+
+
+class GkeVersionError(ValueError):
+    """The cluster's GKE version is older than a TPU generation or add-on needs."""
+
+
+@dataclass(frozen=True)
+class AuthorizedNetwork:
+    """One CIDR allowed to reach the cluster's control plane endpoint."""
+
+    cidr_block: str
+    """IPv4 range, e.g. an office or CI egress range. Never 0.0.0.0/0."""
+    display_name: str = "allowed"
+    """Label shown in the console."""
+
+
+@dataclass(frozen=True)
+class SystemPoolArgs:
+    """The CPU node pool for kube-system, the operators and the Ray head."""
+
+    machine_type: str = "n2-standard-8"
+    """Machine type; the Ray head's CPU/memory requests must fit one node."""
+    min_nodes: int = 1
+    """Autoscaling minimum, per zone of the pool."""
+    max_nodes: int = 3
+    """Autoscaling maximum, per zone of the pool."""
+    disk_size_gb: int = 100
+    """Boot disk size (Ray images are large)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_nodes <= self.max_nodes or self.max_nodes < 1:
+            raise ValueError(
+                f"SystemPoolArgs: need 0 <= min_nodes ({self.min_nodes}) <= max_nodes "
+                f"({self.max_nodes}) and max_nodes >= 1"
+            )
+        if self.disk_size_gb < 10:
+            raise ValueError(f"SystemPoolArgs.disk_size_gb: {self.disk_size_gb} is below 10 GB")
+
+
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    """Inputs of :class:`GkeCluster`."""
+
+    project: str
+    """GCP project of the cluster; also names the Workload Identity pool."""
+    location: str
+    """A zone (zonal cluster) or a region (regional cluster)."""
+    cluster_name: str
+    """GKE cluster name (DNS label, at most 40 characters)."""
+    network: pulumi.Input[str]
+    """VPC name or self link (``Network.network``)."""
+    subnetwork: pulumi.Input[str]
+    """Subnet name or self link (``Network.subnetwork``)."""
+    pods_range_name: pulumi.Input[str]
+    """Secondary range of the subnet for Pod IPs."""
+    services_range_name: pulumi.Input[str]
+    """Secondary range of the subnet for Service IPs."""
+    node_tags: tuple[str, ...] = ()
+    """Network tags of the system pool's nodes (firewall rules target them)."""
+    release_channel: str = "REGULAR"
+    """RAPID, REGULAR or STABLE. Node auto-upgrade is mandatory on a release channel."""
+    min_master_version: str | None = None
+    """Minimum control-plane version to create the cluster at; ``None``: channel default."""
+    master_ipv4_cidr_block: str = "172.16.0.32/28"
+    """The private control plane's /28; must not overlap the VPC's ranges."""
+    private_endpoint: bool = False
+    """Control plane reachable only from inside the VPC (no public endpoint)."""
+    master_authorized_networks: tuple[AuthorizedNetwork, ...] = ()
+    """CIDRs allowed to reach the control plane. Always enforced: empty means no outside
+    range at all (only the VPC and Google services)."""
+    deletion_protection: bool = True
+    """Refuse ``pulumi destroy`` and replacements of the cluster (explicit: pulumi-gcp's
+    default is on and only the value in state counts)."""
+    system_pool: SystemPoolArgs = SystemPoolArgs()
+    """The CPU node pool."""
+    ray_operator_addon: bool = False
+    """Enable the GKE Ray Operator add-on (managed KubeRay + TPU webhook)."""
+    min_versions: Mapping[str, str] = field(default_factory=dict)
+    """Minimum GKE versions the cluster must meet, by reason (``{"TPU v6e": "1.31.2-gke.
+    1115000"}``). Checked against the release channel's default in ``location``."""
+    node_service_account_id: str | None = None
+    """Account id of the node service account; default ``<cluster_name>-nodes``, cut to 30."""
+    node_service_account_roles: tuple[str, ...] = NODE_SERVICE_ACCOUNT_ROLES
+    """Project roles of the node service account. Editor/Owner are refused."""
+    resource_labels: Mapping[str, str] = field(default_factory=dict)
+    """GCE labels on the cluster's resources (cost attribution)."""
+
+    @property
+    def account_id(self) -> str:
+        return self.node_service_account_id or f"{self.cluster_name}-nodes"[:30].rstrip("-")
+
+    @property
+    def workload_pool(self) -> str:
+        return f"{self.project}.svc.id.goog"
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            raise ValueError("GkeClusterArgs.project: required")
+        if not _LOCATION.match(self.location):
+            raise ValueError(
+                f"GkeClusterArgs.location: {self.location!r} is neither a zone (us-central2-b) "
+                "nor a region (us-central2)"
+            )
+        if not _DNS_LABEL.match(self.cluster_name) or len(self.cluster_name) > 40:
+            raise ValueError(
+                f"GkeClusterArgs.cluster_name: {self.cluster_name!r} must be a DNS label of at "
+                "most 40 characters"
+            )
+        if self.release_channel not in RELEASE_CHANNELS:
+            raise ValueError(
+                f"GkeClusterArgs.release_channel: {self.release_channel!r} is not valid; valid: "
+                f"{', '.join(RELEASE_CHANNELS)}"
+            )
+        for what, v in [("min_master_version", self.min_master_version), *(
+            (f"min_versions[{k!r}]", mv) for k, mv in self.min_versions.items()
+        )]:
+            if v is not None and not version_tuple(v):
+                raise ValueError(f"GkeClusterArgs.{what}: {v!r} is not a GKE version")
+        try:
+            master = ipaddress.ip_network(self.master_ipv4_cidr_block)
+        except ValueError:
+            raise ValueError(
+                f"GkeClusterArgs.master_ipv4_cidr_block: {self.master_ipv4_cidr_block!r} is not "
+                "a CIDR block"
+            ) from None
+        if master.prefixlen != 28 or not master.is_private:
+            raise ValueError(
+                f"GkeClusterArgs.master_ipv4_cidr_block: {self.master_ipv4_cidr_block!r} must be "
+                "a private /28"
+            )
+        for i, an in enumerate(self.master_authorized_networks):
+            try:
+                net = ipaddress.ip_network(an.cidr_block)
+            except ValueError:
+                raise ValueError(
+                    f"GkeClusterArgs.master_authorized_networks[{i}]: {an.cidr_block!r} is not a "
+                    "CIDR block"
+                ) from None
+            if net.prefixlen == 0:
+                raise ValueError(
+                    f"GkeClusterArgs.master_authorized_networks[{i}]: {an.cidr_block!r} opens the "
+                    "control plane to the whole internet"
+                )
+        if not _ACCOUNT_ID.match(self.account_id):
+            raise ValueError(
+                f"GkeClusterArgs.node_service_account_id: {self.account_id!r} must be 6-30 "
+                "lowercase letters, digits or '-', starting with a letter"
+            )
+        bad = [r for r in self.node_service_account_roles if r in _FORBIDDEN_ROLES]
+        if bad:
+            raise ValueError(
+                f"GkeClusterArgs.node_service_account_roles: {', '.join(bad)} is not least "
+                "privilege; grant the specific roles the nodes need"
+            )
+        for tag in self.node_tags:
+            if not _DNS_LABEL.match(tag) or len(tag) > 63:
+                raise ValueError(f"GkeClusterArgs.node_tags: {tag!r} is not a valid network tag")
+
+
+def check_gke_version(
+    *,
+    channel_defaults: Mapping[str, str],
+    channel: str,
+    pinned: str | None,
+    required: Mapping[str, str],
+    location: str,
+) -> str:
+    """The version the cluster is created at; raises :class:`GkeVersionError` if too old."""
+    if pinned:
+        version, source = pinned, "minMasterVersion"
+    else:
+        found = channel_defaults.get(channel)
+        if not found:
+            raise GkeVersionError(
+                f"GKE release channel {channel} has no default version in {location} "
+                f"(channels offered: {', '.join(sorted(channel_defaults)) or 'none'})"
+            )
+        version, source = found, f"the {channel} channel's default in {location}"
+    too_old = [
+        f"{why} needs >= {need}"
+        for why, need in sorted(required.items())
+        if version_tuple(version) < version_tuple(need)
+    ]
+    if too_old:
+        raise GkeVersionError(
+            f"GKE {version} ({source}) is too old: {'; '.join(too_old)}. "
+            "Choose a newer release channel or set raytpu:cluster.minMasterVersion."
+        )
+    return version
+
+
+def render_kubeconfig(context: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig that authenticates through ``gke-gcloud-auth-plugin`` (no static token)."""
+    import yaml
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": context,
+            "cluster": {"certificate-authority-data": ca_certificate,
+                        "server": f"https://{endpoint}"},
+        }],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        "current-context": context,
+        "preferences": {},
+        "users": [{
+            "name": context,
+            "user": {"exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": "gke-gcloud-auth-plugin",
+                "installHint": "Install gke-gcloud-auth-plugin: gcloud components install "
+                               "gke-gcloud-auth-plugin",
+                "provideClusterInfo": True,
+            }},
+        }],
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """A private GKE Standard cluster, its node service account and CPU system pool."""
+
+    cluster: gcp.container.Cluster
+    cluster_id: pulumi.Output[str]
+    """``projects/<p>/locations/<l>/clusters/<name>``: what node pools reference."""
+    cluster_name: pulumi.Output[str]
+    location: str
+    endpoint: pulumi.Output[str]
+    ca_certificate: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    """Secret: kubeconfig with exec auth through gke-gcloud-auth-plugin."""
+    provider: k8s.Provider
+    """Kubernetes provider for everything deployed into the cluster."""
+    node_service_account: gcp.serviceaccount.Account
+    node_service_account_email: pulumi.Output[str]
+    node_service_account_member: pulumi.Output[str]
+    system_pool: gcp.container.NodePool
+    workload_pool: str
+    gke_version: pulumi.Output[str]
+    """The version checked against ``min_versions`` (fails the program when too old)."""
+
+    def __init__(
+        self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        if not isinstance(args, GkeClusterArgs):
+            raise TypeError(f"GkeCluster {name!r}: args must be GkeClusterArgs, not {type(args)!r}")
+        super().__init__("raytpu:gke:GkeCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.location = args.location
+        self.workload_pool = args.workload_pool
+
+        self.node_service_account = gcp.serviceaccount.Account(
+            f"{name}-nodes",
+            account_id=args.account_id,
+            display_name=f"GKE nodes of {args.cluster_name} (least privilege)",
+            project=args.project,
+            opts=child,
+        )
+        self.node_service_account_email = self.node_service_account.email
+        self.node_service_account_member = self.node_service_account.member
+        self.node_roles = [
+            gcp.projects.IAMMember(
+                f"{name}-nodes-{role.removeprefix('roles/').replace('.', '-').lower()}",
+                project=args.project,
+                role=role,
+                member=self.node_service_account.member,
+                opts=child,
+            )
+            for role in args.node_service_account_roles
+        ]
+
+        # The version check gates the cluster: an apply that raises fails the cluster's
+        # registration, so nothing is created on a too-old channel.
+        engine = gcp.container.get_engine_versions_output(
+            location=args.location, project=args.project
+        )
+        self.gke_version = engine.release_channel_default_version.apply(
+            lambda defaults: check_gke_version(
+                channel_defaults=defaults or {},
+                channel=args.release_channel,
+                pinned=args.min_master_version,
+                required=args.min_versions,
+                location=args.location,
+            )
+        )
+        gated_min_master_version = self.gke_version.apply(lambda _: args.min_master_version)
+
+        # The default pool lives a few minutes; still give it our account, not the Compute
+        # default one (Editor, and disabled by org policy in many projects).
+        default_pool_config = gcp.container.ClusterNodeConfigArgs(
+            service_account=self.node_service_account.email,
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+            shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                enable_secure_boot=True, enable_integrity_monitoring=True
+            ),
+            workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                mode="GKE_METADATA"
+            ),
+        )
+        self.cluster = gcp.container.Cluster(
+            name,
+            name=args.cluster_name,
+            project=args.project,
+            location=args.location,
+            network=args.network,
+            subnetwork=args.subnetwork,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=args.pods_range_name,
+                services_secondary_range_name=args.services_range_name,
+            ),
+            # Node pools are managed separately (one per TPU slice); a cluster needs one
+            # node to be created, removed right after.
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            node_config=default_pool_config,
+            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True,
+                enable_private_endpoint=args.private_endpoint,
+                master_ipv4_cidr_block=args.master_ipv4_cidr_block,
+            ),
+            master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=[
+                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                        cidr_block=n.cidr_block, display_name=n.display_name
+                    )
+                    for n in args.master_authorized_networks
+                ],
+            ),
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=args.workload_pool
+            ),
+            enable_shielded_nodes=True,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=args.release_channel),
+            min_master_version=gated_min_master_version,
+            # Explicit either way: both values are meaningful and the add-on flag must be
+            # able to turn it off again.
+            addons_config=gcp.container.ClusterAddonsConfigArgs(
+                ray_operator_configs=[
+                    gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(
+                        enabled=args.ray_operator_addon
+                    )
+                ],
+            ),
+            deletion_protection=args.deletion_protection,
+            resource_labels=dict(args.resource_labels) or None,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=self.node_roles,
+                # The default pool's config is only read at creation; once the pool is removed
+                # the provider reports a different one, which would force replacement.
+                ignore_changes=["nodeConfig"],
+            ),
+        )
+        self.cluster_id = self.cluster.id
+        self.cluster_name = self.cluster.name
+        self.endpoint = self.cluster.endpoint
+        self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
+
+        pool = args.system_pool
+        self.system_pool = gcp.container.NodePool(
+            f"{name}-system",
+            name="system",
+            project=args.project,
+            cluster=self.cluster.id,
+            location=args.location,
+            initial_node_count=pool.min_nodes,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                min_node_count=pool.min_nodes, max_node_count=pool.max_nodes
+            ),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=pool.machine_type,
+                disk_size_gb=pool.disk_size_gb,
+                disk_type="pd-balanced",
+                service_account=self.node_service_account.email,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                tags=list(args.node_tags),
+                labels={"raytpu.dev/pool": "system"},
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                resource_labels=dict(args.resource_labels) or None,
+            ),
+            # initial_node_count forces replacement when changed; the autoscaler owns the size.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+        )
+
+        context = f"gke_{args.project}_{args.location}_{args.cluster_name}"
+        # Output.all on the lifted fields: Output.all(cluster.master_auth) would hand the
+        # lambda a plain dict, not the output type (shared/ref/notes/pulumi.md gotcha 10).
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.endpoint, self.ca_certificate).apply(
+                lambda v: render_kubeconfig(context, str(v[0]), str(v[1]))
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            # Operators and the Ray head schedule on the system pool: wait for it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
+        )
+
+        outputs: dict[str, Any] = {
+            "name": self.cluster_name,
+            "location": self.location,
+            "endpoint": self.endpoint,
+            "kubeconfig": self.kubeconfig,
+            "nodeServiceAccountEmail": self.node_service_account_email,
+            "workloadPool": self.workload_pool,
+            "gkeVersion": self.gke_version,
+        }
+        self.register_outputs(outputs)

@@ -1,0 +1,418 @@
+"""VPC, subnet, Cloud NAT and the few firewall rules this system needs.
+
+``Network`` creates (or adopts) the VPC a private GKE cluster runs in:
+
+* a custom-mode VPC and one regional subnet with secondary ranges for Pods and Services
+  (VPC-native cluster),
+* a Cloud Router + Cloud NAT, because private nodes have no external IP and must still
+  pull images (Docker Hub's ``rayproject/ray``) and reach PyPI,
+* INGRESS firewall rules, each targeting the cluster's nodes by network tag, none open to
+  ``0.0.0.0/0``: admission webhooks from the control plane, TPU multislice traffic
+  between TPU nodes, optional IAP SSH, optional Ray dashboard/client from allow-listed
+  CIDRs.
+
+With ``create=False`` only the firewall rules are created, in the existing network.
+
+Import cost: ``pulumi_gcp.compute`` star-imports ~290 generated modules (about 1.8 s
+and 60 MB on first use, more than the whole rest of ``raytpu plan``). This module only
+needs five compute resource types, so it declares them through thin typed
+``pulumi.CustomResource`` bindings with the same type tokens, camelCase inputs and
+provider version as the generated classes; ``tests/infra/test_network.py`` checks that
+the bindings send exactly what ``pulumi_gcp.compute`` would.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
+
+import pulumi
+from raytpu.versions import IAP_SOURCE_RANGE, Ports
+
+# Ports the slices of a multislice job use between TPU hosts: the megascale coordinator
+# (MEGASCALE_PORT 8081, set by the KubeRay TPU webhook) and the TPU runtime's slice
+# builder (8471); both appear as container ports in KubeRay's multi-host TPU samples.
+MULTISLICE_PORTS: tuple[int, ...] = (Ports.MEGASCALE, 8471)
+RAY_ACCESS_PORTS: tuple[int, ...] = (Ports.RAY_DASHBOARD, Ports.RAY_CLIENT)
+
+_GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
+
+
+def _check_name(what: str, value: str, max_len: int = 63) -> None:
+    if not _GCE_NAME.match(value) or len(value) > max_len:
+        raise ValueError(
+            f"{what}: {value!r} must be lowercase letters, digits and '-', start with a letter, "
+            f"not end with '-', at most {max_len} characters"
+        )
+
+
+def _check_cidr(what: str, value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    try:
+        net = ipaddress.ip_network(value)
+    except ValueError:
+        raise ValueError(f"{what}: {value!r} is not a CIDR block") from None
+    if net.prefixlen == 0:
+        raise ValueError(f"{what}: {value!r} opens to the whole internet; name a narrower range")
+    return net
+
+
+def _check_ports(what: str, ports: Sequence[int]) -> None:
+    if not ports:
+        raise ValueError(f"{what}: at least one port is required")
+    for p in ports:
+        if not isinstance(p, int) or not 1 <= p <= 65535:
+            raise ValueError(f"{what}: {p!r} is not a TCP port (1-65535)")
+
+
+# ---------------------------------------------------------------------------------------
+# Thin bindings for the compute resources used here (see the module docstring).
+
+
+def _gcp_resource_options(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
+    # What every generated pulumi_gcp resource does: pin the provider plugin version to the
+    # SDK's, so `pulumi up` uses the same gcp provider as the rest of the program.
+    from pulumi_gcp import _utilities
+
+    return pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
+
+
+class _ComputeResource(pulumi.CustomResource):
+    """A ``gcp:compute`` resource declared by type token with wire-format (camelCase) inputs."""
+
+    TOKEN: ClassVar[str]
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("name", "selfLink")
+
+    def __init__(
+        self, resource_name: str, props: Mapping[str, Any], opts: pulumi.ResourceOptions | None
+    ) -> None:
+        inputs: dict[str, Any] = {k: v for k, v in props.items() if v is not None}
+        for out in self.OUTPUTS:
+            inputs.setdefault(out, None)  # a slot the engine fills with the provider's value
+        super().__init__(self.TOKEN, resource_name, inputs, _gcp_resource_options(opts))
+
+    @property
+    def gcp_name(self) -> pulumi.Output[str]:
+        """The GCP name of the resource."""
+        return cast(pulumi.Output[str], self.__dict__["name"])
+
+    @property
+    def self_link(self) -> pulumi.Output[str]:
+        return cast(pulumi.Output[str], self.__dict__["selfLink"])
+
+
+class ComputeNetwork(_ComputeResource):
+    TOKEN = "gcp:compute/network:Network"
+
+
+class ComputeSubnetwork(_ComputeResource):
+    TOKEN = "gcp:compute/subnetwork:Subnetwork"
+
+
+class ComputeRouter(_ComputeResource):
+    TOKEN = "gcp:compute/router:Router"
+
+
+class ComputeRouterNat(_ComputeResource):
+    TOKEN = "gcp:compute/routerNat:RouterNat"
+    OUTPUTS = ("name",)
+
+
+class ComputeFirewall(_ComputeResource):
+    TOKEN = "gcp:compute/firewall:Firewall"
+
+
+# ---------------------------------------------------------------------------------------
+# Args
+
+
+@dataclass(frozen=True)
+class ExistingNetwork:
+    """A VPC, subnet and secondary ranges that already exist (``create=False``)."""
+
+    network: str
+    """Name or self link of the VPC network; firewall rules are created in it."""
+    subnetwork: str
+    """Name or self link of the subnet the cluster's nodes use."""
+    pods_range_name: str
+    """Name of the subnet's secondary range for Pod IPs."""
+    services_range_name: str
+    """Name of the subnet's secondary range for Service IPs."""
+
+    def __post_init__(self) -> None:
+        for what in ("network", "subnetwork", "pods_range_name", "services_range_name"):
+            if not getattr(self, what):
+                raise ValueError(f"ExistingNetwork.{what}: required")
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    """Inputs of :class:`Network`."""
+
+    project: str
+    """GCP project the network lives in."""
+    region: str
+    """Region of the subnet, router and NAT (the cluster's region, e.g. ``us-central2``)."""
+    node_tag: str
+    """Network tag every cluster node carries; webhook, IAP and Ray rules target it."""
+    tpu_node_tag: str
+    """Network tag the TPU slice nodes carry; the multislice rule's source and target."""
+    master_ipv4_cidr_block: str | None
+    """The private control plane's /28. The webhook rule's source; ``None``: no such rule
+    (public control plane)."""
+    create: bool = True
+    """Create the VPC, subnet, router and NAT; ``False``: adopt ``existing``."""
+    existing: ExistingNetwork | None = None
+    """The network to adopt when ``create`` is false (required then, refused otherwise)."""
+    subnet_cidr: str = "10.0.0.0/20"
+    """Primary range of the created subnet (node IPs)."""
+    pods_cidr: str = "10.16.0.0/14"
+    """Secondary range for Pod IPs."""
+    services_cidr: str = "10.20.0.0/20"
+    """Secondary range for Service IPs."""
+    iap_ssh: bool = False
+    """Allow SSH (TCP 22) to the nodes from Google's IAP TCP-forwarding range only."""
+    ray_access_cidrs: tuple[str, ...] = ()
+    """CIDRs allowed to reach the Ray dashboard (8265) and client (10001) on the nodes (an
+    internal load balancer or NodePort lands on any node). Empty: no rule."""
+    webhook_ports: tuple[int, ...] = Ports.EXTRA_WEBHOOK_PORTS
+    """TCP ports the control plane must reach for admission webhooks, beyond the 443/10250
+    GKE's own master rule opens (controller-runtime 9443, 8443, Istio 15017)."""
+    multislice_ports: tuple[int, ...] = MULTISLICE_PORTS
+    """TCP ports opened between TPU nodes for multislice (DCN) traffic."""
+    nat_log_errors: bool = True
+    """Log Cloud NAT errors (port exhaustion shows up there first)."""
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            raise ValueError("NetworkArgs.project: required")
+        if not _REGION.match(self.region):
+            raise ValueError(f"NetworkArgs.region: {self.region!r} is not a GCP region "
+                             "(e.g. us-central2)")
+        _check_name("NetworkArgs.node_tag", self.node_tag)
+        _check_name("NetworkArgs.tpu_node_tag", self.tpu_node_tag)
+        if self.master_ipv4_cidr_block is not None:
+            net = _check_cidr("NetworkArgs.master_ipv4_cidr_block", self.master_ipv4_cidr_block)
+            if net.prefixlen != 28:
+                raise ValueError(
+                    f"NetworkArgs.master_ipv4_cidr_block: {self.master_ipv4_cidr_block!r} must "
+                    "be a /28 (GKE private control plane)"
+                )
+        if self.create:
+            if self.existing is not None:
+                raise ValueError("NetworkArgs.existing: only used with create=False")
+            ranges = {
+                "subnet_cidr": _check_cidr("NetworkArgs.subnet_cidr", self.subnet_cidr),
+                "pods_cidr": _check_cidr("NetworkArgs.pods_cidr", self.pods_cidr),
+                "services_cidr": _check_cidr("NetworkArgs.services_cidr", self.services_cidr),
+            }
+            if self.master_ipv4_cidr_block:
+                ranges["master_ipv4_cidr_block"] = ipaddress.ip_network(
+                    self.master_ipv4_cidr_block
+                )
+            items = list(ranges.items())
+            for i, (a, na) in enumerate(items):
+                for b, nb in items[i + 1:]:
+                    if na.version == nb.version and na.overlaps(nb):
+                        raise ValueError(f"NetworkArgs.{a} {na} overlaps NetworkArgs.{b} {nb}")
+        elif self.existing is None:
+            raise ValueError(
+                "NetworkArgs.existing: required when create=False (network, subnetwork, "
+                "pods_range_name, services_range_name)"
+            )
+        for i, cidr in enumerate(self.ray_access_cidrs):
+            _check_cidr(f"NetworkArgs.ray_access_cidrs[{i}]", cidr)
+        _check_ports("NetworkArgs.webhook_ports", self.webhook_ports)
+        _check_ports("NetworkArgs.multislice_ports", self.multislice_ports)
+
+
+# ---------------------------------------------------------------------------------------
+# Component
+
+
+class Network(pulumi.ComponentResource):
+    """The cluster's VPC (created or adopted) and its firewall rules."""
+
+    network: pulumi.Output[str]
+    """Self link of the VPC (or the adopted network's name/self link)."""
+    subnetwork: pulumi.Output[str]
+    """Self link of the subnet (or the adopted one's name/self link)."""
+    pods_range_name: str
+    services_range_name: str
+    firewall_rules: dict[str, ComputeFirewall]
+    """Firewall rules by purpose: webhooks, multislice, iap-ssh, ray-access."""
+    vpc: ComputeNetwork | None
+    subnet: ComputeSubnetwork | None
+    router: ComputeRouter | None
+    nat: ComputeRouterNat | None
+
+    def __init__(
+        self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        if not isinstance(args, NetworkArgs):
+            raise TypeError(f"Network {name!r}: args must be NetworkArgs, not {type(args)!r}")
+        # Child names extend `name` by up to 20 characters; GCE names stop at 63.
+        _check_name(f"Network {name!r}: name", name, max_len=40)
+        super().__init__("raytpu:network:Network", name, None, opts)
+        self.args = args
+        self._base_name = name
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.vpc = self.subnet = None
+        self.router = self.nat = None
+        if args.create:
+            self.vpc = ComputeNetwork(
+                name,
+                {
+                    "name": name,
+                    "project": args.project,
+                    "autoCreateSubnetworks": False,
+                    "routingMode": "REGIONAL",
+                    "description": "raytpu: GKE + Cloud TPU slices",
+                },
+                child,
+            )
+            self.subnet = ComputeSubnetwork(
+                f"{name}-nodes",
+                {
+                    "name": f"{name}-nodes",
+                    "project": args.project,
+                    "region": args.region,
+                    "network": self.vpc.self_link,
+                    "ipCidrRange": args.subnet_cidr,
+                    # Private nodes reach Google APIs (GCS, Artifact Registry) without NAT.
+                    "privateIpGoogleAccess": True,
+                    "secondaryIpRanges": [
+                        {"rangeName": f"{name}-pods", "ipCidrRange": args.pods_cidr},
+                        {"rangeName": f"{name}-services", "ipCidrRange": args.services_cidr},
+                    ],
+                },
+                child,
+            )
+            self.router = ComputeRouter(
+                f"{name}-router",
+                {
+                    "name": f"{name}-router",
+                    "project": args.project,
+                    "region": args.region,
+                    "network": self.vpc.self_link,
+                },
+                child,
+            )
+            self.nat = ComputeRouterNat(
+                f"{name}-nat",
+                {
+                    "name": f"{name}-nat",
+                    "project": args.project,
+                    "region": args.region,
+                    "router": self.router.gcp_name,
+                    "natIpAllocateOption": "AUTO_ONLY",
+                    # Only this subnet (nodes and Pods), not every subnet of the VPC.
+                    "sourceSubnetworkIpRangesToNat": "LIST_OF_SUBNETWORKS",
+                    "subnetworks": [
+                        {"name": self.subnet.self_link, "sourceIpRangesToNats": ["ALL_IP_RANGES"]}
+                    ],
+                    "logConfig": {"enable": args.nat_log_errors, "filter": "ERRORS_ONLY"},
+                },
+                child,
+            )
+            self.network = self.vpc.self_link
+            self.subnetwork = self.subnet.self_link
+            self.pods_range_name = f"{name}-pods"
+            self.services_range_name = f"{name}-services"
+            network_ref: pulumi.Input[str] = self.vpc.self_link
+        else:
+            assert args.existing is not None  # checked by NetworkArgs
+            self.network = pulumi.Output.from_input(args.existing.network)
+            self.subnetwork = pulumi.Output.from_input(args.existing.subnetwork)
+            self.pods_range_name = args.existing.pods_range_name
+            self.services_range_name = args.existing.services_range_name
+            network_ref = args.existing.network
+
+        self.firewall_rules = {}
+        if args.master_ipv4_cidr_block:
+            # GKE's own `gke-<cluster>-<hash>-master` rule opens only 443 and 10250 from the
+            # control plane; webhooks served on other ports time out on private clusters
+            # (shared/ref/notes/gke-tpu.md §3.2).
+            self._rule(
+                "webhooks", network_ref, child,
+                description="Admission webhooks: GKE control plane -> nodes",
+                ports=args.webhook_ports,
+                source_ranges=(args.master_ipv4_cidr_block,),
+                target_tags=(args.node_tag,),
+            )
+        # Pod-to-Pod traffic is already allowed by GKE's `-all` rule; this one keeps
+        # multislice working where an org policy adds lower-priority denies, and documents
+        # the ports.
+        self._rule(
+            "multislice", network_ref, child,
+            description="TPU multislice (DCN) traffic between TPU slice nodes",
+            ports=args.multislice_ports,
+            source_tags=(args.tpu_node_tag,),
+            target_tags=(args.tpu_node_tag,),
+        )
+        if args.iap_ssh:
+            self._rule(
+                "iap-ssh", network_ref, child,
+                description="SSH to nodes through IAP TCP forwarding only",
+                ports=(Ports.IAP_SSH,),
+                source_ranges=(IAP_SOURCE_RANGE,),
+                target_tags=(args.node_tag,),
+            )
+        if args.ray_access_cidrs:
+            self._rule(
+                "ray-access", network_ref, child,
+                description="Ray dashboard and client from allow-listed ranges",
+                ports=RAY_ACCESS_PORTS,
+                source_ranges=args.ray_access_cidrs,
+                target_tags=(args.node_tag,),
+            )
+
+        self.register_outputs({
+            "network": self.network,
+            "subnetwork": self.subnetwork,
+            "podsRangeName": self.pods_range_name,
+            "servicesRangeName": self.services_range_name,
+            "firewallRules": {k: v.gcp_name for k, v in self.firewall_rules.items()},
+        })
+
+    def _rule(
+        self,
+        purpose: str,
+        network: pulumi.Input[str],
+        opts: pulumi.ResourceOptions,
+        *,
+        description: str,
+        ports: Sequence[int],
+        target_tags: Sequence[str],
+        source_ranges: Sequence[str] = (),
+        source_tags: Sequence[str] = (),
+    ) -> None:
+        # Last line of defence, whatever the Args said: never world-open, always targeted.
+        for cidr in source_ranges:
+            if ipaddress.ip_network(cidr).prefixlen == 0:
+                raise ValueError(f"firewall rule {purpose!r}: source {cidr} is the whole internet")
+        if not target_tags:
+            raise ValueError(f"firewall rule {purpose!r}: must target the cluster's nodes by tag")
+        if not (source_ranges or source_tags):
+            raise ValueError(f"firewall rule {purpose!r}: needs a source range or tag")
+        name = f"{self._base_name}-allow-{purpose}"
+        self.firewall_rules[purpose] = ComputeFirewall(
+            name,
+            {
+                "name": name,
+                "project": self.args.project,
+                "network": network,
+                "description": description,
+                "direction": "INGRESS",
+                "priority": 1000,
+                "allows": [{"protocol": "tcp", "ports": [str(p) for p in ports]}],
+                "sourceRanges": list(source_ranges) or None,
+                "sourceTags": list(source_tags) or None,
+                "targetTags": list(target_tags),
+            },
+            opts,
+        )

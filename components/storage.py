@@ -1,0 +1,172 @@
+"""The checkpoint bucket and the identity Ray pods use to write it.
+
+``CheckpointStorage`` declares a private GCS bucket (uniform bucket-level access, public
+access prevention enforced, objects deleted after ``retention_days``) and a Google service
+account that the Kubernetes service account of the Ray pods impersonates through Workload
+Identity. The account gets ``roles/storage.objectUser`` on that bucket only: nothing
+project-wide. The Kubernetes service account itself belongs to the Ray layer; annotate it
+with :attr:`CheckpointStorage.ksa_annotations`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+_BUCKET = re.compile(r"^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$")
+_ACCOUNT_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])$")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+BUCKET_ROLE = "roles/storage.objectUser"
+WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
+
+
+@dataclass(frozen=True)
+class CheckpointStorageArgs:
+    """Inputs of :class:`CheckpointStorage`."""
+
+    project: str
+    """GCP project of the bucket and the service account."""
+    bucket_name: str
+    """Globally unique bucket name."""
+    location: str
+    """Bucket location: the cluster's region keeps checkpoint traffic in-region."""
+    namespace: str
+    """Kubernetes namespace of the Ray pods."""
+    ksa_name: str
+    """Kubernetes service account of the Ray pods (created by the Ray layer)."""
+    gsa_account_id: str
+    """Account id of the Google service account (6-30 characters)."""
+    retention_days: int = 30
+    """Objects (and, with versioning, noncurrent versions) are deleted after this many days."""
+    versioning: bool = False
+    """Keep overwritten/deleted objects as noncurrent versions (until ``retention_days``)."""
+    force_destroy: bool = False
+    """Let ``pulumi destroy`` delete a non-empty bucket (dev only)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Bucket labels."""
+
+    @property
+    def workload_identity_member(self) -> str:
+        return f"serviceAccount:{self.project}.svc.id.goog[{self.namespace}/{self.ksa_name}]"
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            raise ValueError("CheckpointStorageArgs.project: required")
+        if (
+            not _BUCKET.match(self.bucket_name)
+            or self.bucket_name.startswith("goog")
+            or ".." in self.bucket_name
+        ):
+            raise ValueError(
+                f"CheckpointStorageArgs.bucket_name: {self.bucket_name!r} is not a valid bucket "
+                "name (3-63 lowercase letters, digits, '-', '_', '.'; not starting with 'goog')"
+            )
+        if not self.location:
+            raise ValueError("CheckpointStorageArgs.location: required")
+        for what, value in (("namespace", self.namespace), ("ksa_name", self.ksa_name)):
+            if not _K8S_NAME.match(value) or len(value) > 63:
+                raise ValueError(
+                    f"CheckpointStorageArgs.{what}: {value!r} is not a Kubernetes name"
+                )
+        if not _ACCOUNT_ID.match(self.gsa_account_id):
+            raise ValueError(
+                f"CheckpointStorageArgs.gsa_account_id: {self.gsa_account_id!r} must be 6-30 "
+                "lowercase letters, digits or '-', starting with a letter"
+            )
+        if self.retention_days < 1:
+            raise ValueError(
+                f"CheckpointStorageArgs.retention_days: {self.retention_days} must be >= 1"
+            )
+
+
+class CheckpointStorage(pulumi.ComponentResource):
+    """A private checkpoint bucket and the Workload Identity GSA that may write it."""
+
+    bucket: gcp.storage.Bucket
+    bucket_name: pulumi.Output[str]
+    bucket_url: pulumi.Output[str]
+    """``gs://<bucket>``."""
+    gsa: gcp.serviceaccount.Account
+    gsa_email: pulumi.Output[str]
+    ksa_annotations: pulumi.Output[dict[str, str]]
+    """Annotation the Ray pods' Kubernetes service account needs
+    (``iam.gke.io/gcp-service-account: <gsa email>``)."""
+
+    def __init__(
+        self, name: str, args: CheckpointStorageArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        if not isinstance(args, CheckpointStorageArgs):
+            raise TypeError(
+                f"CheckpointStorage {name!r}: args must be CheckpointStorageArgs, not "
+                f"{type(args)!r}"
+            )
+        super().__init__("raytpu:storage:CheckpointStorage", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        rules = [
+            gcp.storage.BucketLifecycleRuleArgs(
+                action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=args.retention_days),
+            )
+        ]
+        if args.versioning:
+            # Deleting a live object only makes it noncurrent; expire those too.
+            rules.append(gcp.storage.BucketLifecycleRuleArgs(
+                action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                condition=gcp.storage.BucketLifecycleRuleConditionArgs(
+                    days_since_noncurrent_time=args.retention_days, with_state="ARCHIVED"
+                ),
+            ))
+        self.bucket = gcp.storage.Bucket(
+            f"{name}-bucket",
+            name=args.bucket_name,
+            project=args.project,
+            location=args.location,
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            versioning=gcp.storage.BucketVersioningArgs(enabled=args.versioning),
+            lifecycle_rules=rules,
+            force_destroy=args.force_destroy,
+            labels=dict(args.labels) or None,
+            opts=child,
+        )
+        self.bucket_name = self.bucket.name
+        self.bucket_url = self.bucket.url
+
+        self.gsa = gcp.serviceaccount.Account(
+            f"{name}-gsa",
+            account_id=args.gsa_account_id,
+            display_name=f"Ray checkpoints in gs://{args.bucket_name}",
+            project=args.project,
+            opts=child,
+        )
+        self.gsa_email = self.gsa.email
+        # Only the one KSA may act as this GSA.
+        self.workload_identity = gcp.serviceaccount.IAMMember(
+            f"{name}-wi",
+            service_account_id=self.gsa.name,
+            role=WORKLOAD_IDENTITY_ROLE,
+            member=args.workload_identity_member,
+            opts=child,
+        )
+        # Read/write/list objects of this bucket; no bucket admin, nothing project-wide.
+        self.bucket_access = gcp.storage.BucketIAMMember(
+            f"{name}-objects",
+            bucket=self.bucket.name,
+            role=BUCKET_ROLE,
+            member=self.gsa.member,
+            opts=child,
+        )
+        self.ksa_annotations = self.gsa.email.apply(
+            lambda email: {"iam.gke.io/gcp-service-account": email}
+        )
+        self.register_outputs({
+            "bucketName": self.bucket_name,
+            "bucketUrl": self.bucket_url,
+            "gsaEmail": self.gsa_email,
+        })

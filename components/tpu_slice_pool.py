@@ -1,0 +1,313 @@
+"""GKE node pools for Cloud TPU slices of one shape.
+
+Rules (sources in shared/ref/notes/gke-tpu.md §2):
+
+* One multi-host slice = one node pool, created, repaired and removed as a unit. N slices
+  = N pools (``<pool_name>-0`` ... ``-<N-1>``), each with COMPACT placement + the slice's
+  ``tpu_topology``, one zone, and exactly ``hosts`` nodes (GKE rejects any other size:
+  "Requested invalid target size ... in the gang mode", AI-Hypercomputer/xpk#751).
+* Elastic multi-host pools autoscale all-or-nothing between 0 and ``hosts`` with the
+  per-zone ``min_node_count``/``max_node_count`` and ``location_policy="ANY"``.
+* Single-host slices (one VM) carry no topology/placement at all (GKE: "TPU topology can't
+  be specified with single-host TPU slice pool", AI-Hypercomputer/xpk#825) and share ONE
+  pool whose node count is the number of slices.
+* No ``guest_accelerators`` (TPU chips come with the machine type) and no re-declared
+  ``google.com/tpu`` taint (GKE adds it; changing taints replaces the pool,
+  pulumi/pulumi-gcp#1139).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+from raytpu.catalog import GENERATIONS, SliceShape
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+# 1 TPU pod per node plus kube-system daemons; keeps Pod IP use small (xpk and the
+# tpu-provisioner both use 15).
+TPU_MAX_PODS_PER_NODE = 15
+
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
+
+
+@dataclass(frozen=True)
+class SliceAutoscaling:
+    """Elastic slices: how many slices of the shape may exist at once."""
+
+    min_slices: int
+    """Slices Ray keeps at least (GKE pools still scale per pool between 0 and hosts)."""
+    max_slices: int
+    """Most slices at once; a multi-host shape gets this many node pools."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_slices <= self.max_slices or self.max_slices < 1:
+            raise ValueError(
+                f"SliceAutoscaling: need 0 <= min_slices ({self.min_slices}) <= max_slices "
+                f"({self.max_slices}) and max_slices >= 1"
+            )
+
+
+@dataclass(frozen=True)
+class TpuSlicePoolArgs:
+    """Inputs of :class:`TpuSlicePool`."""
+
+    shape: SliceShape
+    """The slice shape from the catalog (``raytpu.catalog.slice_shape``)."""
+    cluster: pulumi.Input[str]
+    """Cluster id (``GkeCluster.cluster_id``)."""
+    zone: str
+    """The one zone the slices live in (COMPACT placement is single-zone)."""
+    node_service_account: pulumi.Input[str]
+    """Email of the nodes' service account (``GkeCluster.node_service_account_email``)."""
+    project: str
+    """GCP project of the cluster."""
+    location: str | None = None
+    """The cluster's location (its zone, or its region for a regional cluster); default
+    ``zone``."""
+    pool_name: str | None = None
+    """GKE node pool name (prefix for multi-host: ``<pool_name>-<i>``); default: the
+    component's name."""
+    slices: int = 1
+    """Slices provisioned at creation. Static pools: the slice count. With ``autoscaling``:
+    how many start provisioned (pools ``< slices`` start at ``hosts`` nodes, the rest at 0),
+    within ``[min_slices, max_slices]``."""
+    autoscaling: SliceAutoscaling | None = None
+    """Elastic slices; ``None``: a fixed number of slices."""
+    spot: bool = False
+    """Spot VMs (preemptible, much cheaper; a preempted host takes its whole slice down)."""
+    reservation: str | None = None
+    """Consume this specific reservation (name, or ``projects/<p>/reservations/<name>`` for
+    a shared one). Exclusive with ``spot``."""
+    node_tags: tuple[str, ...] = ()
+    """Network tags of the TPU nodes (firewall rules target them)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Extra Kubernetes node labels. GKE already sets the accelerator/topology labels."""
+    max_pods_per_node: int = TPU_MAX_PODS_PER_NODE
+    """Pod IPs reserved per node."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.shape, SliceShape):
+            raise TypeError(
+                f"TpuSlicePoolArgs.shape: a raytpu.catalog.SliceShape is required, not "
+                f"{type(self.shape).__name__}"
+            )
+        gen = self.shape.generation
+        if gen.name not in GENERATIONS:
+            raise ValueError(f"TpuSlicePoolArgs.shape: TPU generation {gen.name!r} is not "
+                             f"supported; supported: {', '.join(GENERATIONS)}")
+        if self.shape.chips % self.shape.chips_per_vm or self.shape.hosts < 1:
+            raise ValueError(
+                f"TpuSlicePoolArgs.shape: {self.shape.topology} does not split into "
+                f"{self.shape.chips_per_vm}-chip VMs"
+            )
+        if self.shape.multi_host and self.shape.chips_per_vm != gen.multi_host_chips_per_vm:
+            raise ValueError(
+                f"TpuSlicePoolArgs.shape: multi-host {self.shape.accelerator_type} needs "
+                f"{gen.machine_types[gen.multi_host_chips_per_vm]}, not {self.shape.machine_type}"
+            )
+        m = _ZONE.match(self.zone)
+        if not m:
+            raise ValueError(f"TpuSlicePoolArgs.zone: {self.zone!r} is not a GCP zone "
+                             "(e.g. us-central2-b)")
+        if self.location is not None and self.location not in (self.zone, m.group(1)):
+            raise ValueError(
+                f"TpuSlicePoolArgs.location: {self.location!r} must be the zone {self.zone!r} or "
+                f"its region {m.group(1)!r}"
+            )
+        if not self.project:
+            raise ValueError("TpuSlicePoolArgs.project: required")
+        if self.slices < 0 or (self.autoscaling is None and self.slices < 1):
+            raise ValueError(f"TpuSlicePoolArgs.slices: {self.slices} must be >= 1")
+        if self.autoscaling is not None and not (
+            self.autoscaling.min_slices <= self.slices <= self.autoscaling.max_slices
+        ):
+            raise ValueError(
+                f"TpuSlicePoolArgs.slices: {self.slices} slices at start is outside autoscaling "
+                f"[{self.autoscaling.min_slices}, {self.autoscaling.max_slices}]"
+            )
+        if self.spot and self.reservation:
+            raise ValueError(
+                "TpuSlicePoolArgs: spot and reservation exclude each other (Spot VMs do not "
+                "consume reservations); pick one"
+            )
+        if self.reservation is not None and not self.reservation.strip():
+            raise ValueError("TpuSlicePoolArgs.reservation: empty name")
+        if not 8 <= self.max_pods_per_node <= 256:
+            raise ValueError(
+                f"TpuSlicePoolArgs.max_pods_per_node: {self.max_pods_per_node} is outside 8-256"
+            )
+        for tag in self.node_tags:
+            if not _DNS_LABEL.match(tag) or len(tag) > 63:
+                raise ValueError(f"TpuSlicePoolArgs.node_tags: {tag!r} is not a valid network tag")
+
+    @property
+    def elastic(self) -> bool:
+        return self.autoscaling is not None
+
+    @property
+    def min_slices(self) -> int:
+        return self.autoscaling.min_slices if self.autoscaling else self.slices
+
+    @property
+    def max_slices(self) -> int:
+        return self.autoscaling.max_slices if self.autoscaling else self.slices
+
+
+class TpuSlicePool(pulumi.ComponentResource):
+    """Node pools for up to ``slices`` TPU slices of one shape, in one zone."""
+
+    node_pools: list[gcp.container.NodePool]
+    """Multi-host: one pool per slice (index order). Single-host: one pool for all slices."""
+    node_pool_names: list[str]
+    """GKE names of ``node_pools``."""
+    node_selector: dict[str, str]
+    """The labels GKE puts on this shape's nodes (accelerator + topology)."""
+    hosts_per_slice: int
+    """GKE nodes (TPU VMs, Ray worker pods) per slice."""
+    slices: int
+    """Most slices these pools can hold (``max_slices`` when elastic)."""
+    min_slices: int
+    initial_slices: int
+    """Slices provisioned at creation."""
+    shape: SliceShape
+
+    def __init__(
+        self, name: str, args: TpuSlicePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        if not isinstance(args, TpuSlicePoolArgs):
+            raise TypeError(
+                f"TpuSlicePool {name!r}: args must be TpuSlicePoolArgs, not {type(args)!r}"
+            )
+        pool_name = args.pool_name or name
+        suffix = len(str(args.max_slices - 1)) + 1 if args.shape.multi_host else 0
+        if not _DNS_LABEL.match(pool_name) or len(pool_name) + suffix > 40:
+            raise ValueError(
+                f"TpuSlicePool {name!r}: pool name {pool_name!r} must be a DNS label short enough "
+                f"for '-<index>' within GKE's 40 characters"
+            )
+        super().__init__("raytpu:tpu:TpuSlicePool", name, None, opts)
+        shape = args.shape
+        self.shape = shape
+        self.hosts_per_slice = shape.hosts
+        self.node_selector = dict(shape.node_selector)
+        self.slices = args.max_slices
+        self.min_slices = args.min_slices
+        self.initial_slices = args.slices
+        self.node_pools = []
+        self.node_pool_names = []
+
+        location = args.location or args.zone
+        reservation = (
+            gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+                consume_reservation_type="SPECIFIC_RESERVATION",
+                key=RESERVATION_KEY,
+                values=[args.reservation],
+            )
+            if args.reservation
+            else None
+        )
+        node_config = gcp.container.NodePoolNodeConfigArgs(
+            machine_type=shape.machine_type,
+            spot=args.spot,
+            reservation_affinity=reservation,
+            service_account=args.node_service_account,
+            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+            tags=list(args.node_tags),
+            labels=dict(args.labels) or None,
+            gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
+            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                mode="GKE_METADATA"
+            ),
+        )
+        # Auto-upgrade cannot be turned off on a release-channel cluster; an upgrade of a
+        # multi-host pool recreates the whole slice, so schedule them with maintenance
+        # windows/exclusions rather than fighting the flag.
+        management = gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True)
+
+        def pool(
+            resource_name: str,
+            gke_name: str,
+            *,
+            size: int,
+            autoscaling: gcp.container.NodePoolAutoscalingArgs | None,
+            placement: gcp.container.NodePoolPlacementPolicyArgs | None,
+        ) -> gcp.container.NodePool:
+            if autoscaling is None:
+                node_count, initial_node_count = size, None
+                extra: pulumi.ResourceOptions | None = None
+            else:
+                # node_count must not be combined with autoscaling (pulumi-gcp doc);
+                # initial_node_count forces replacement when changed (pulumi/pulumi-gcp#412)
+                # and the autoscaler owns the size afterwards.
+                node_count, initial_node_count = None, size
+                extra = pulumi.ResourceOptions(ignore_changes=["initialNodeCount"])
+            return gcp.container.NodePool(
+                resource_name,
+                name=gke_name,
+                project=args.project,
+                cluster=args.cluster,
+                location=location,
+                node_locations=[args.zone],
+                autoscaling=autoscaling,
+                placement_policy=placement,
+                max_pods_per_node=args.max_pods_per_node,
+                management=management,
+                node_config=node_config,
+                node_count=node_count,
+                initial_node_count=initial_node_count,
+                opts=pulumi.ResourceOptions.merge(pulumi.ResourceOptions(parent=self), extra),
+            )
+
+        if shape.multi_host:
+            placement = gcp.container.NodePoolPlacementPolicyArgs(
+                type="COMPACT", tpu_topology=shape.topology
+            )
+            # Per-zone limits: total_max_node_count leaves the per-zone max at 0 and GKE
+            # rejects the slice ("Maximum node count 0 is not a valid size of TPU pod slice",
+            # vllm-project/ci-infra#545). A pool is all-or-nothing: 0 or `hosts` nodes.
+            elastic = (
+                gcp.container.NodePoolAutoscalingArgs(
+                    min_node_count=0, max_node_count=shape.hosts, location_policy="ANY"
+                )
+                if args.elastic
+                else None
+            )
+            for i in range(args.max_slices):
+                # Elastic: the first `slices` pools start provisioned (Ray's worker group
+                # starts with that many replicas; its pods keep the nodes non-empty so the
+                # cluster autoscaler, which only removes empty nodes, leaves them), the others
+                # start empty and scale up when Ray schedules a slice.
+                size = shape.hosts if (not args.elastic or i < args.slices) else 0
+                self.node_pools.append(pool(
+                    f"{name}-{i}", f"{pool_name}-{i}",
+                    size=size, autoscaling=elastic, placement=placement,
+                ))
+                self.node_pool_names.append(f"{pool_name}-{i}")
+        else:
+            # Single-host: no topology, no placement; one node per slice.
+            elastic = (
+                gcp.container.NodePoolAutoscalingArgs(
+                    min_node_count=args.min_slices,
+                    max_node_count=args.max_slices,
+                    location_policy="ANY",
+                )
+                if args.elastic
+                else None
+            )
+            self.node_pools.append(pool(
+                name, pool_name, size=args.slices, autoscaling=elastic, placement=None,
+            ))
+            self.node_pool_names.append(pool_name)
+
+        self.register_outputs({
+            "nodePools": self.node_pool_names,
+            "nodeSelector": self.node_selector,
+            "hostsPerSlice": self.hosts_per_slice,
+            "slices": self.slices,
+        })
