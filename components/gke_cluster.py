@@ -450,6 +450,9 @@ class GkeCluster(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
+            # The KubeRay CRDs (RayJob: 1.39 MB) exceed the last-applied annotation limit of
+            # client-side apply. Server-side is the v4 default; explicit so no env flips it.
+            enable_server_side_apply=True,
             # Operators and the Ray head schedule on the system pool: wait for it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
         )

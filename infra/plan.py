@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pulumi.runtime import Mocks
 
-from .config import StackConfig, parse_stack_config
+from .config import ConfigError, StackConfig, parse_stack_config
 
 PROJECT = "raytpu"
 FAKE_PROJECT_NUMBER = "123456789012"
@@ -261,16 +261,16 @@ def run_program(
     stack: str, raw: dict[str, Any], program: Callable[[], None] | None = None
 ) -> PlanResult:
     """Validate ``raw`` (raises ConfigError before anything is declared), then run ``program``
-    (default: the stack program, ``raytpu.program.main``) under recording mocks."""
+    (default: the stack program, ``raytpu.program.declare``) under recording mocks."""
     import pulumi
     from pulumi.runtime import settings
 
     cfg = parse_stack_config(stack, raw)
 
     if program is None:
-        from .program import main
+        from .program import declare
 
-        program = main
+        program = declare
 
     mocks = RecordingMocks(cfg.project)
     records: list[PlannedResource] = []
@@ -291,13 +291,13 @@ def run_program(
 
     try:
         _run()
-    except PlanError:
+    except (PlanError, ConfigError):
         raise
-    except Exception as e:  # surface PlanErrors raised inside the engine thread
-        cause = e
-        while cause is not None and not isinstance(cause, PlanError):
-            cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
-        if isinstance(cause, PlanError):
+    except Exception as e:  # surface our errors raised inside the engine's threads
+        cause: BaseException | None = e
+        while cause is not None and not isinstance(cause, PlanError | ConfigError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
             raise cause from None
         raise
     if not records:

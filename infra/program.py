@@ -34,6 +34,7 @@ from raytpu.components import (
 
 from . import versions
 from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stack_config
+from .ray_program import build_ray, ray_problems
 
 if TYPE_CHECKING:
     import pulumi_gcp as gcp
@@ -51,11 +52,7 @@ def read_stack_config() -> StackConfig:
         if isinstance(value, str) and value[:1] in "[{":
             value = json.loads(value)
         raw[key] = value
-    try:
-        return parse_stack_config(pulumi.get_stack(), raw)
-    except ConfigError as e:
-        # RunError prints the message without a Python traceback.
-        raise pulumi.RunError("invalid stack configuration:\n" + str(e)) from None
+    return parse_stack_config(pulumi.get_stack(), raw)
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,22 +297,36 @@ def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
 
 def build(cfg: StackConfig) -> dict[str, Any]:
     """Declare every resource of the stack; return the stack outputs."""
+    # Ray-side problems (names, image vs rayVersion, ...) before anything is declared.
+    problems = ray_problems(cfg)
+    if problems:
+        raise ConfigError(problems)
     infra = build_infra(cfg)
     outputs = infra_outputs(cfg, infra)
-
-    # ---- Ray layer (KubeRay operator + RayCluster) plugs in here. ------------------------
-    # Everything it needs is on `infra`: provider, checkpoint_gsa_email, bucket_name, image,
-    # system_pool_name, and the TPU pools to depend on (`depends_on`, `tpu_pool_labels`), e.g.
-    #   outputs |= build_ray(cfg, provider=infra.provider, gsa_email=infra.checkpoint_gsa_email,
-    #                        depends_on=infra.depends_on, system_pool=infra.system_pool_name,
-    #                        tpu_pools=infra.tpu_pool_labels)
-    # ---------------------------------------------------------------------------------------
+    outputs |= build_ray(
+        cfg,
+        provider=infra.provider,
+        gsa_email=infra.checkpoint_gsa_email,
+        depends_on=infra.depends_on,
+        system_pool=infra.system_pool_name,
+        tpu_pools=infra.tpu_pool_labels,
+    )
     return outputs
 
 
-def main() -> None:
+def declare() -> None:
+    """Read the stack's config and declare everything. Raises ConfigError on bad input."""
     cfg = read_stack_config()
     for warning in cfg.warnings:
         pulumi.log.warn(warning)
     for key, value in build(cfg).items():
         pulumi.export(key, value)
+
+
+def main() -> None:
+    """Entry point of `pulumi up` / `preview`."""
+    try:
+        declare()
+    except ConfigError as e:
+        # RunError prints the message without a Python traceback.
+        raise pulumi.RunError("invalid stack configuration:\n" + str(e)) from None

@@ -1,0 +1,230 @@
+"""KubeRay operator installation: Helm charts (cert-manager -> KubeRay -> TPU webhook) or the
+GKE Ray Operator add-on.
+
+Design answers to the two known traps (shared/ref/notes/kuberay-tpu.md §3, pulumi.md §6):
+
+1. *First preview of a fresh stack must not fail on the unknown ``RayCluster`` kind.* CRDs
+   installed by an opaque ``helm.v3.Release`` are invisible to the Kubernetes provider during
+   preview (pulumi-kubernetes #3176/#3299). ``helm.v4.Chart`` renders the chart like
+   ``helm template --include-crds`` (``IncludeCRDs = !skipCrds`` in the provider's
+   ``helm/v4/chart.go``) and registers every object, CRDs included, as a Pulumi resource; the
+   provider caches CRDs it sees in ``Check`` (PR #2904), so a RayCluster that depends on the
+   chart resolves its kind at preview.
+2. *A KubeRay version bump must upgrade the CRDs.* Helm installs ``crds/`` once and never
+   upgrades them (kuberay #2084: a v1.0 CRD without ``numOfHosts`` under a v1.1 operator deleted
+   every worker). With ``helm.v4.Chart`` the CRDs are ordinary Pulumi resources, so a new chart
+   version diffs and updates them. They are large (RayJob 1.39 MB, over the 256 KiB
+   last-applied annotation), so the Kubernetes provider must use server-side apply (its default
+   in pulumi-kubernetes v4; ``enable_server_side_apply`` on the Provider).
+
+``skipCrds`` is therefore set to ``False`` explicitly on every chart, and the order is expressed
+with ``dependsOn``: cert-manager must serve before the webhook's Issuer/Certificate are
+created, and the webhook (``failurePolicy`` defaults to ``Fail``) must run before any KubeRay
+pod is created -- consumers depend on :attr:`KubeRayOperator.ready`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pulumi
+import pulumi_kubernetes as k8s
+from raytpu import versions
+
+Mode = Literal["helm", "gke-addon"]
+MODES: tuple[str, ...] = ("helm", "gke-addon")
+
+# The webhook chart (ai-on-gke/kuberay-tpu-webhook helm-chart/templates/deployment.yaml)
+# creates its own Namespace from tpuWebhook.namespace.name: declaring it here too would give
+# the object two owners.
+WEBHOOK_NAMESPACE = "ray-system"
+CERT_MANAGER_NAMESPACE = "cert-manager"
+
+# The operator's own defaults in 1.7.0 already enable RayMultiHostIndexing (beta since 1.6,
+# #4572); it is set explicitly because the TPU webhook relies on its replica/host labels and
+# atomic slice recreation depends on it. Only this gate is passed: Helm replaces lists
+# wholesale, and an explicit copy of the full default list would pin gates that a later
+# KubeRay version may rename or drop (unknown gates make the operator exit).
+FEATURE_GATES: tuple[Mapping[str, Any], ...] = ({"name": "RayMultiHostIndexing", "enabled": True},)
+
+DEFAULT_OPERATOR_RESOURCES: Mapping[str, Any] = {
+    # Chart default is a 100m/512Mi limit; ~500 Ray pods take ~500 MB (values.yaml comment).
+    "requests": {"cpu": "100m", "memory": "512Mi"},
+    "limits": {"cpu": "1", "memory": "1Gi"},
+}
+
+
+@dataclass(frozen=True)
+class KubeRayOperatorArgs:
+    mode: Mode = "helm"
+    namespace: str = "kuberay-system"
+    """Namespace of the KubeRay operator (created here in helm mode)."""
+    kuberay_version: str = versions.KUBERAY_VERSION
+    webhook_version: str = versions.CHARTS["kuberay-tpu-webhook"].version
+    cert_manager_version: str = versions.CHARTS["cert-manager"].version
+    install_cert_manager: bool = True
+    """False when the cluster already runs cert-manager (the webhook only needs its CRDs)."""
+    operator_resources: Mapping[str, Any] = field(
+        default_factory=lambda: dict(DEFAULT_OPERATOR_RESOURCES)
+    )
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    """Extra nodeSelector for the operator pods. Not needed to keep them off TPU nodes: those
+    carry the ``google.com/tpu`` NoSchedule taint and the charts add no toleration."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode: {self.mode!r} is not valid; valid: {', '.join(MODES)}")
+        if self.namespace in (WEBHOOK_NAMESPACE, CERT_MANAGER_NAMESPACE):
+            # ray-system only exists once the webhook chart (installed after KubeRay) runs.
+            raise ValueError(f"namespace: {self.namespace!r} belongs to another chart; use a "
+                             "namespace of KubeRay's own (default kuberay-system)")
+
+
+@dataclass(frozen=True)
+class ChartRef:
+    """A chart this component installs, in a form the plan tables and outputs can show."""
+
+    component: str
+    chart: str
+    version: str
+    repo: str
+    namespace: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"component": self.component, "chart": self.chart, "version": self.version,
+                "repo": self.repo, "namespace": self.namespace}
+
+
+def chart_refs(args: KubeRayOperatorArgs) -> list[ChartRef]:
+    """The charts of ``args``, in install order (empty for the GKE add-on)."""
+    if args.mode != "helm":
+        return []
+    cm, op, wh = (versions.CHARTS[k] for k in ("cert-manager", "kuberay-operator",
+                                               "kuberay-tpu-webhook"))
+    refs = [ChartRef("cert-manager", cm.chart, args.cert_manager_version, cm.repo,
+                     CERT_MANAGER_NAMESPACE)] if args.install_cert_manager else []
+    refs.append(ChartRef("kuberay-operator", op.chart, args.kuberay_version, op.repo,
+                         args.namespace))
+    refs.append(ChartRef("kuberay-tpu-webhook", wh.chart, args.webhook_version, wh.repo,
+                         WEBHOOK_NAMESPACE))
+    return refs
+
+
+def _chart_source(ref: ChartRef) -> dict[str, Any]:
+    """``chart``/``repository_opts`` for helm.v4.Chart: OCI charts are a full reference."""
+    if ref.repo.startswith("oci://"):
+        return {"chart": f"{ref.repo.rstrip('/')}/{ref.chart}"}
+    return {"chart": ref.chart, "repository_opts": k8s.helm.v4.RepositoryOptsArgs(repo=ref.repo)}
+
+
+def chart_values(args: KubeRayOperatorArgs) -> dict[str, dict[str, Any]]:
+    """Helm values per component (also written by ``raytpu manifests``)."""
+    operator: dict[str, Any] = {
+        "image": {"tag": f"v{args.kuberay_version}"},  # chart default too; pinned for review
+        "featureGates": [dict(g) for g in FEATURE_GATES],
+        "resources": {k: dict(v) for k, v in args.operator_resources.items()},
+    }
+    if args.node_selector:
+        operator["nodeSelector"] = dict(args.node_selector)
+    return {
+        "cert-manager": {
+            # cert-manager >= 1.15 renders its CRDs as templates behind crds.enabled; keep them
+            # on `pulumi destroy` (crds.keep -> helm.sh/resource-policy: keep -> retainOnDelete).
+            "crds": {"enabled": True, "keep": True},
+            # GKE manages kube-system; hold the leader-election lease in our own namespace.
+            "global": {"leaderElection": {"namespace": CERT_MANAGER_NAMESPACE}},
+        },
+        "kuberay-operator": operator,
+        "kuberay-tpu-webhook": {"tpuWebhook": {"namespace": {"name": WEBHOOK_NAMESPACE}}},
+    }
+
+
+class KubeRayOperator(pulumi.ComponentResource):
+    """Installs KubeRay and the KubeRay TPU webhook, or records that GKE manages them."""
+
+    charts: dict[str, k8s.helm.v4.Chart]
+    namespaces: dict[str, pulumi.Resource]
+    """Namespaces that exist once this component is ready, with the resource creating each."""
+    ready: list[pulumi.Resource]
+    """What a RayCluster must depend on: the charts (CRDs, operator, webhook)."""
+
+    def __init__(
+        self,
+        name: str,
+        args: KubeRayOperatorArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("raytpu:kuberay:KubeRayOperator", name, None, opts)
+        self.args = args
+        # Children do not inherit a component's dependsOn (neither the SDK nor the engine
+        # propagates it): pass the caller's (cluster, node pools) down explicitly.
+        self._inherited = _depends_on(opts)
+        self.charts = {}
+        self.namespaces = {}
+        self.ready = []
+        refs = chart_refs(args)
+        if args.mode == "helm":
+            self._install(name, refs)
+        outputs: dict[str, Any] = {
+            "mode": args.mode,
+            "charts": [r.to_dict() for r in refs],
+            "namespace": args.namespace if args.mode == "helm" else None,
+            "webhookNamespace": WEBHOOK_NAMESPACE if args.mode == "helm" else None,
+        }
+        if args.mode == "gke-addon":
+            outputs["note"] = (
+                "GKE Ray Operator add-on: GKE installs and runs KubeRay and the TPU webhook; "
+                "no Helm charts are installed by this stack"
+            )
+        self.outputs = outputs
+        self.register_outputs(outputs)
+
+    def _install(self, name: str, refs: Sequence[ChartRef]) -> None:
+        values = chart_values(self.args)
+        child = pulumi.ResourceOptions(parent=self)
+        previous: list[pulumi.Resource] = []
+        for ref in refs:
+            deps: list[pulumi.Resource] = [*self._inherited, *previous]
+            if ref.namespace != WEBHOOK_NAMESPACE:
+                ns = self._namespace(name, ref.namespace)
+                deps.append(ns)
+            chart = k8s.helm.v4.Chart(
+                f"{name}-{ref.component}",
+                **_chart_source(ref),
+                version=ref.version,
+                namespace=ref.namespace,
+                name=ref.component,  # release name, independent of the Pulumi resource name
+                values=values[ref.component],
+                skip_crds=False,  # the point of v4 Chart here: CRDs become Pulumi resources
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=deps)),
+            )
+            self.charts[ref.component] = chart
+            if ref.namespace == WEBHOOK_NAMESPACE:
+                self.namespaces[WEBHOOK_NAMESPACE] = chart
+            # Strict chain: cert-manager -> operator -> webhook (the issue's order).
+            previous = [chart]
+        self.ready = [self.charts[c] for c in ("kuberay-operator", "kuberay-tpu-webhook")]
+
+    def _namespace(self, name: str, namespace: str) -> pulumi.Resource:
+        if namespace not in self.namespaces:
+            self.namespaces[namespace] = k8s.core.v1.Namespace(
+                f"{name}-ns-{namespace}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=namespace, labels={"app.kubernetes.io/part-of": "raytpu"}
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=self._inherited),
+            )
+        return self.namespaces[namespace]
+
+
+def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
+    deps = opts.depends_on if opts is not None else None
+    if deps is None:
+        return []
+    if isinstance(deps, pulumi.Resource):
+        return [deps]
+    if isinstance(deps, list | tuple):
+        return [d for d in deps if isinstance(d, pulumi.Resource)]
+    raise TypeError("depends_on: pass resources (a list), not an Output")

@@ -1,0 +1,298 @@
+"""Typed KubeRay custom resources: ``RayCluster`` and ``RayJob`` (``ray.io/v1`` only).
+
+Hand-written from the KubeRay 1.7.0 CRDs (``helm-chart/kuberay-operator/crds/``), covering the
+fields this package and its users set. ``ray.io/v1alpha1`` is deliberately absent: it is
+served but frozen at its December 2023 schema and deprecated in 1.7.0 (kuberay #5122).
+
+Why ``@pulumi.input_type`` classes rather than dicts: a plain dict passed as a
+``CustomResource`` spec reaches the API server verbatim, so a snake_case key
+(``num_of_hosts``) would be silently pruned by the structural schema and the operator would
+fall back to the default ``numOfHosts: 1``. Input types carry their wire names
+(``@pulumi.getter(name=...)`` via ``pulumi.property``) and the SDK translates them; the
+pulumi_kubernetes ``*Args`` classes nested in them (pod templates) are translated the same
+way. The recorded plan inputs are therefore the exact camelCase objects, which is what
+``raytpu manifests`` renders.
+
+Constructors check the few cross-field rules the CRD schema cannot express, naming the
+field at fault, before anything is registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import pulumi
+import pulumi_kubernetes as k8s
+from raytpu.versions import RAY_API_VERSION
+
+RAYCLUSTER_TYPE = f"kubernetes:{RAY_API_VERSION}:RayCluster"
+RAYJOB_TYPE = f"kubernetes:{RAY_API_VERSION}:RayJob"
+
+PodTemplate = pulumi.Input[k8s.core.v1.PodTemplateSpecArgs] | Mapping[str, Any]
+"""A pod template: preferably ``PodTemplateSpecArgs``; a dict must already be camelCase."""
+
+AutoscalerVersion = Literal["v1", "v2"]
+UpscalingMode = Literal["Default", "Aggressive", "Conservative"]
+SubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
+SUBMISSION_MODES: tuple[str, ...] = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
+
+
+def _set_all(obj: object, values: Mapping[str, Any]) -> None:
+    for name, value in values.items():
+        if value is not None:
+            pulumi.set(obj, name, value)
+
+
+@pulumi.input_type
+class HeadGroupSpecArgs:
+    """``spec.headGroupSpec``."""
+
+    template: PodTemplate = pulumi.property("template")
+    ray_start_params: Mapping[str, str] | None = pulumi.property("rayStartParams", default=None)
+    service_type: str | None = pulumi.property("serviceType", default=None)
+
+    def __init__(
+        self,
+        *,
+        template: PodTemplate,
+        ray_start_params: Mapping[str, str] | None = None,
+        service_type: str | None = None,
+    ) -> None:
+        _set_all(self, {"template": template, "ray_start_params": ray_start_params,
+                        "service_type": service_type})
+
+
+@pulumi.input_type
+class WorkerGroupSpecArgs:
+    """One entry of ``spec.workerGroupSpecs``.
+
+    ``replicas``/``minReplicas``/``maxReplicas`` count *replicas* (for TPU: slices), each made
+    of ``numOfHosts`` pods (KubeRay utils.go ``GetWorkerGroupDesiredReplicas``).
+    """
+
+    group_name: str = pulumi.property("groupName")
+    template: PodTemplate = pulumi.property("template")
+    min_replicas: int = pulumi.property("minReplicas")
+    max_replicas: int = pulumi.property("maxReplicas")
+    replicas: int | None = pulumi.property("replicas", default=None)
+    num_of_hosts: int | None = pulumi.property("numOfHosts", default=None)
+    ray_start_params: Mapping[str, str] | None = pulumi.property("rayStartParams", default=None)
+    idle_timeout_seconds: int | None = pulumi.property("idleTimeoutSeconds", default=None)
+
+    def __init__(
+        self,
+        *,
+        group_name: str,
+        template: PodTemplate,
+        min_replicas: int,
+        max_replicas: int,
+        replicas: int | None = None,
+        num_of_hosts: int | None = None,
+        ray_start_params: Mapping[str, str] | None = None,
+        idle_timeout_seconds: int | None = None,
+    ) -> None:
+        where = f"workerGroupSpecs[{group_name!r}]"
+        if not 0 <= min_replicas <= max_replicas:
+            raise ValueError(
+                f"{where}.minReplicas/maxReplicas: need 0 <= {min_replicas} <= {max_replicas}"
+            )
+        if replicas is not None and not min_replicas <= replicas <= max_replicas:
+            raise ValueError(
+                f"{where}.replicas: {replicas} is outside [{min_replicas}, {max_replicas}]"
+            )
+        if num_of_hosts is not None and num_of_hosts < 1:
+            # numOfHosts 0 deletes every worker (kuberay #2084) and the TPU webhook rejects it.
+            raise ValueError(f"{where}.numOfHosts: {num_of_hosts} must be >= 1")
+        _set_all(self, {
+            "group_name": group_name, "template": template, "min_replicas": min_replicas,
+            "max_replicas": max_replicas, "replicas": replicas, "num_of_hosts": num_of_hosts,
+            "ray_start_params": ray_start_params, "idle_timeout_seconds": idle_timeout_seconds,
+        })
+
+
+@pulumi.input_type
+class AutoscalerOptionsArgs:
+    """``spec.autoscalerOptions`` (the in-tree autoscaler sidecar)."""
+
+    version: str | None = pulumi.property("version", default=None)
+    idle_timeout_seconds: int | None = pulumi.property("idleTimeoutSeconds", default=None)
+    upscaling_mode: str | None = pulumi.property("upscalingMode", default=None)
+    resources: pulumi.Input[k8s.core.v1.ResourceRequirementsArgs] | None = pulumi.property(
+        "resources", default=None
+    )
+    image: str | None = pulumi.property("image", default=None)
+
+    def __init__(
+        self,
+        *,
+        version: AutoscalerVersion | None = "v2",
+        idle_timeout_seconds: int | None = None,
+        upscaling_mode: UpscalingMode | None = None,
+        resources: pulumi.Input[k8s.core.v1.ResourceRequirementsArgs] | None = None,
+        image: str | None = None,
+    ) -> None:
+        _set_all(self, {"version": version, "idle_timeout_seconds": idle_timeout_seconds,
+                        "upscaling_mode": upscaling_mode, "resources": resources,
+                        "image": image})
+
+
+@pulumi.input_type
+class GcsFaultToleranceOptionsArgs:
+    """``spec.gcsFaultToleranceOptions`` (external Redis for GCS fault tolerance)."""
+
+    redis_address: str | None = pulumi.property("redisAddress", default=None)
+    redis_username: Mapping[str, Any] | None = pulumi.property("redisUsername", default=None)
+    redis_password: Mapping[str, Any] | None = pulumi.property("redisPassword", default=None)
+    external_storage_namespace: str | None = pulumi.property(
+        "externalStorageNamespace", default=None
+    )
+
+    def __init__(
+        self,
+        *,
+        redis_address: str | None = None,
+        redis_username: Mapping[str, Any] | None = None,
+        redis_password: Mapping[str, Any] | None = None,
+        external_storage_namespace: str | None = None,
+    ) -> None:
+        """``redis_username``/``redis_password``: ``{"value": ...}`` or ``{"valueFrom": ...}``."""
+        _set_all(self, {"redis_address": redis_address, "redis_username": redis_username,
+                        "redis_password": redis_password,
+                        "external_storage_namespace": external_storage_namespace})
+
+
+@pulumi.input_type
+class RayClusterSpecArgs:
+    """``RayCluster.spec`` (also ``RayJob.spec.rayClusterSpec``)."""
+
+    head_group_spec: HeadGroupSpecArgs = pulumi.property("headGroupSpec")
+    worker_group_specs: Sequence[WorkerGroupSpecArgs] | None = pulumi.property(
+        "workerGroupSpecs", default=None
+    )
+    ray_version: str | None = pulumi.property("rayVersion", default=None)
+    enable_in_tree_autoscaling: bool | None = pulumi.property(
+        "enableInTreeAutoscaling", default=None
+    )
+    autoscaler_options: AutoscalerOptionsArgs | None = pulumi.property(
+        "autoscalerOptions", default=None
+    )
+    gcs_fault_tolerance_options: GcsFaultToleranceOptionsArgs | None = pulumi.property(
+        "gcsFaultToleranceOptions", default=None
+    )
+
+    def __init__(
+        self,
+        *,
+        head_group_spec: HeadGroupSpecArgs,
+        worker_group_specs: Sequence[WorkerGroupSpecArgs] | None = None,
+        ray_version: str | None = None,
+        enable_in_tree_autoscaling: bool | None = None,
+        autoscaler_options: AutoscalerOptionsArgs | None = None,
+        gcs_fault_tolerance_options: GcsFaultToleranceOptionsArgs | None = None,
+    ) -> None:
+        names = [w.group_name for w in worker_group_specs or ()]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"workerGroupSpecs.groupName: {dupes} used more than once")
+        if autoscaler_options is not None and not enable_in_tree_autoscaling:
+            raise ValueError(
+                "autoscalerOptions: set only with enableInTreeAutoscaling: true "
+                "(the operator ignores it otherwise)"
+            )
+        _set_all(self, {
+            "head_group_spec": head_group_spec,
+            "worker_group_specs": list(worker_group_specs) if worker_group_specs else None,
+            "ray_version": ray_version, "enable_in_tree_autoscaling": enable_in_tree_autoscaling,
+            "autoscaler_options": autoscaler_options,
+            "gcs_fault_tolerance_options": gcs_fault_tolerance_options,
+        })
+
+
+@pulumi.input_type
+class RayJobSpecArgs:
+    """``RayJob.spec``: run ``entrypoint`` on a new cluster (``rayClusterSpec``) or an existing
+    one (``clusterSelector``)."""
+
+    entrypoint: str | None = pulumi.property("entrypoint", default=None)
+    ray_cluster_spec: RayClusterSpecArgs | None = pulumi.property("rayClusterSpec", default=None)
+    cluster_selector: Mapping[str, str] | None = pulumi.property("clusterSelector", default=None)
+    runtime_env_yaml: str | None = pulumi.property("runtimeEnvYAML", default=None)
+    shutdown_after_job_finishes: bool | None = pulumi.property(
+        "shutdownAfterJobFinishes", default=None
+    )
+    ttl_seconds_after_finished: int | None = pulumi.property(
+        "ttlSecondsAfterFinished", default=None
+    )
+    submission_mode: str | None = pulumi.property("submissionMode", default=None)
+    backoff_limit: int | None = pulumi.property("backoffLimit", default=None)
+    active_deadline_seconds: int | None = pulumi.property("activeDeadlineSeconds", default=None)
+
+    def __init__(
+        self,
+        *,
+        entrypoint: str | None = None,
+        ray_cluster_spec: RayClusterSpecArgs | None = None,
+        cluster_selector: Mapping[str, str] | None = None,
+        runtime_env_yaml: str | None = None,
+        shutdown_after_job_finishes: bool | None = None,
+        ttl_seconds_after_finished: int | None = None,
+        submission_mode: SubmissionMode | None = None,
+        backoff_limit: int | None = None,
+        active_deadline_seconds: int | None = None,
+    ) -> None:
+        if (ray_cluster_spec is None) == (cluster_selector is None):
+            raise ValueError("rayClusterSpec/clusterSelector: set exactly one of the two")
+        if submission_mode is not None and submission_mode not in SUBMISSION_MODES:
+            raise ValueError(
+                f"submissionMode: {submission_mode!r} is not valid; valid: "
+                + ", ".join(SUBMISSION_MODES)
+            )
+        if submission_mode != "InteractiveMode" and not entrypoint:
+            raise ValueError("entrypoint: required unless submissionMode is InteractiveMode")
+        if ttl_seconds_after_finished and not shutdown_after_job_finishes:
+            # KubeRay's RayJob validation refuses a TTL without shutdownAfterJobFinishes.
+            raise ValueError(
+                "ttlSecondsAfterFinished: only meaningful with shutdownAfterJobFinishes: true"
+            )
+        _set_all(self, {
+            "entrypoint": entrypoint, "ray_cluster_spec": ray_cluster_spec,
+            "cluster_selector": cluster_selector, "runtime_env_yaml": runtime_env_yaml,
+            "shutdown_after_job_finishes": shutdown_after_job_finishes,
+            "ttl_seconds_after_finished": ttl_seconds_after_finished,
+            "submission_mode": submission_mode, "backoff_limit": backoff_limit,
+            "active_deadline_seconds": active_deadline_seconds,
+        })
+
+
+Metadata = pulumi.Input[k8s.meta.v1.ObjectMetaArgs] | Mapping[str, Any]
+
+
+class RayCluster(k8s.apiextensions.CustomResource):
+    """A ``ray.io/v1`` RayCluster (type token ``kubernetes:ray.io/v1:RayCluster``)."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        metadata: Metadata,
+        spec: RayClusterSpecArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(resource_name, api_version=RAY_API_VERSION, kind="RayCluster",
+                         metadata=metadata, spec=spec, opts=opts)
+
+
+class RayJob(k8s.apiextensions.CustomResource):
+    """A ``ray.io/v1`` RayJob (type token ``kubernetes:ray.io/v1:RayJob``)."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        metadata: Metadata,
+        spec: RayJobSpecArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(resource_name, api_version=RAY_API_VERSION, kind="RayJob",
+                         metadata=metadata, spec=spec, opts=opts)

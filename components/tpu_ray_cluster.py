@@ -1,0 +1,479 @@
+"""The stack's RayCluster on TPU slices: Namespace, Workload Identity ServiceAccount, RayCluster
+(one worker group per slice shape) and an optional internal load balancer for the dashboard.
+
+Every rule below comes from a trap recorded in shared/ref/notes:
+
+* One worker-group *replica* is one TPU slice = one GKE node pool; ``numOfHosts`` = VMs of the
+  slice, and ``replicas``/``minReplicas``/``maxReplicas`` count slices (kuberay-tpu.md §2.2).
+* Every TPU pod requests *all* chips of its VM (``google.com/tpu`` requests = limits = chips per
+  VM); a smaller request makes Ray hide chips with ``TPU_VISIBLE_CHIPS`` (ray-torchxla.md §3.2)
+  and the TPU webhook derives a wrong host count (ai-on-gke #578).
+* The worker nodeSelector is exactly the labels GKE puts on the slice's nodes (accelerator +
+  topology); Ray's autoscaler needs both to name the ``TPU-<type>-head`` resource.
+* TPU nodes carry ``google.com/tpu=present:NoSchedule``: workers tolerate it, the head does not
+  (so it can never land on a TPU VM).
+* The TPU webhook only mutates pods labelled ``app.kubernetes.io/name: kuberay``, which KubeRay
+  sets unless a template overrides it -- templates here never set that label (ai-on-gke #308).
+* Names: the headless service ``<cluster>-headless``, pod host names
+  ``<group>-<replica>-<worker>`` and KubeRay pod names ``<cluster>-<group>-worker-xxxxx`` must fit
+  63 characters, or KubeRay truncates them and TPU_WORKER_HOSTNAMES breaks (kuberay #2923).
+
+TPU environment: ``TPU_WORKER_ID``/``TPU_WORKER_HOSTNAMES``/``TPU_NAME`` come from the TPU
+webhook; ``TPU_ACCELERATOR_TYPE``/``TPU_TOPOLOGY`` are set here from the catalog because Ray
+otherwise asks the metadata server for them with no timeout. ``TPU_SKIP_MDS_QUERY`` is *not*
+set: torch_xla then reads host bounds from env vars that only GKE's TPU device plugin provides,
+and the webhook's rule of replacing ``TPU_WORKER_HOSTNAMES`` only when it is "unset or
+localhost" indicates GKE already injects that env-based set. Unverified on a real slice
+(kuberay-tpu.md §4.4): if torch_xla queries the metadata server there, add
+``TPU_SKIP_MDS_QUERY=true`` through ``TpuRayClusterArgs.env``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from raytpu import versions
+from raytpu.catalog import TPU_RESOURCE, SliceShape
+from raytpu.components.ray_resources import (
+    AutoscalerOptionsArgs,
+    HeadGroupSpecArgs,
+    RayCluster,
+    RayClusterSpecArgs,
+    WorkerGroupSpecArgs,
+)
+
+# vCPUs and memory (GB as GCE lists them) per TPU VM machine type.
+# TODO(catalog): belongs in raytpu.catalog next to Generation.machine_types.
+MACHINE_RESOURCES: dict[str, tuple[int, int]] = {
+    "ct4p-hightpu-4t": (240, 407),
+    "ct5lp-hightpu-1t": (24, 48),
+    "ct5lp-hightpu-4t": (112, 192),
+    "ct5lp-hightpu-8t": (224, 384),
+    "ct5p-hightpu-4t": (208, 448),
+    "ct6e-standard-1t": (44, 176),
+    "ct6e-standard-4t": (180, 720),
+    "ct6e-standard-8t": (180, 1440),
+}
+# Share of the VM a Ray worker requests: the rest is left to kubelet/system reservations and
+# the node's DaemonSets (TPU device plugin, GKE metadata server, logging).
+NODE_FRACTION = 0.8
+
+WEBHOOK_LABEL = "app.kubernetes.io/name"  # the TPU webhook's objectSelector; never override
+GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+ILB_ANNOTATION = "networking.gke.io/load-balancer-type"
+CHECKPOINT_ENV = "RAYTPU_CHECKPOINT_URI"
+
+# KubeRay / Ray port names and numbers (container port names are IANA_SVC_NAME, <= 15 chars).
+HEAD_PORTS: tuple[tuple[str, int], ...] = (
+    ("gcs-server", versions.Ports.RAY_GCS),
+    ("dashboard", versions.Ports.RAY_DASHBOARD),
+    ("client", versions.Ports.RAY_CLIENT),
+    ("metrics", versions.Ports.RAY_METRICS),
+)
+WORKER_PORTS: tuple[tuple[str, int], ...] = (
+    ("metrics", versions.Ports.RAY_METRICS),
+    ("megascale", versions.Ports.MEGASCALE),  # multislice coordinator (TPU webhook default)
+)
+
+MAX_NAME = 63  # DNS label: service names, host names, label values
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# KubeRay pod names: "<cluster>-<group>-worker-" + 5 random characters.
+_WORKER_POD_SUFFIX = len("-worker-") + 5
+_HEADLESS_SUFFIX = len("-headless")
+
+
+@dataclass(frozen=True)
+class SliceGroup:
+    """One worker group: ``max_slices`` slices of one shape (one node pool per slice)."""
+
+    name: str
+    shape: SliceShape
+    min_slices: int
+    max_slices: int
+    initial_slices: int
+
+    @property
+    def elastic(self) -> bool:
+        return self.min_slices != self.max_slices
+
+
+@dataclass(frozen=True)
+class TpuRayClusterArgs:
+    cluster_name: str
+    namespace: str
+    service_account: str
+    gsa_email: pulumi.Input[str]
+    """Google service account the pods act as (Workload Identity)."""
+    image: str
+    """Ray image, pinned: its Ray version must equal ``ray_version``."""
+    slices: Sequence[SliceGroup]
+    ray_version: str = versions.RAY_VERSION
+    checkpoint_uri: str | None = None
+    """``gs://<bucket>/runs``: exported to every Ray container as RAYTPU_CHECKPOINT_URI."""
+    system_pool: str | None = None
+    """CPU node pool for the head (nodeSelector ``cloud.google.com/gke-nodepool``)."""
+    tpu_pools: Mapping[str, Mapping[str, str]] | None = None
+    """Node labels of every TPU node pool (pool name -> labels). When given, each group's
+    nodeSelector must match at least one pool, else nothing is declared."""
+    head_cpu: str = "4"
+    head_memory: str = "16Gi"
+    autoscaling: bool | None = None
+    """In-tree autoscaler (v2). None: on when any slice group is elastic."""
+    idle_timeout_seconds: int = 600
+    dashboard_internal_lb: bool = False
+    access_cidrs: Sequence[str] = ()
+    """``loadBalancerSourceRanges`` of the internal load balancer."""
+    create_namespace: bool = True
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Extra labels for every object and pod template (never ``app.kubernetes.io/name``)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for every Ray container."""
+
+    @property
+    def autoscaling_enabled(self) -> bool:
+        if self.autoscaling is not None:
+            return self.autoscaling
+        return any(s.elastic for s in self.slices)
+
+
+@dataclass(frozen=True)
+class ArgKeys:
+    """How problems name the offending input: Args fields by default, config keys from
+    :func:`raytpu.ray_program.build_ray`."""
+
+    cluster_name: str = "cluster_name"
+    namespace: str = "namespace"
+    service_account: str = "service_account"
+    image: str = "image"
+    access_cidrs: str = "access_cidrs"
+    labels: str = "labels"
+    slice: Callable[[int], str] = field(default=lambda i: f"slices[{i}]")
+
+
+def _digits(n: int) -> int:
+    return len(str(max(n, 0)))
+
+
+def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[str]:
+    """Every reason ``args`` cannot make a working RayCluster, one sentence each."""
+    k = keys or ArgKeys()
+    problems: list[str] = []
+    c = args.cluster_name
+    if not _DNS_LABEL.match(c):
+        problems.append(f"{k.cluster_name}: {c!r} must be a DNS label "
+                        "(lowercase letters, digits, '-', starting with a letter)")
+    for key, value in ((k.namespace, args.namespace), (k.service_account, args.service_account)):
+        if not _DNS_LABEL.match(value) or len(value) > MAX_NAME:
+            problems.append(f"{key}: {value!r} must be a DNS label of at most {MAX_NAME} "
+                            "characters")
+    if len(c) + _HEADLESS_SUFFIX > MAX_NAME:
+        problems.append(f"{k.cluster_name}: {c!r} ({len(c)} characters) is too long for the "
+                        f"headless service '{c}-headless'; at most "
+                        f"{MAX_NAME - _HEADLESS_SUFFIX} characters")
+    if not args.slices:
+        problems.append(f"{k.slice(0)}: at least one slice group is required")
+    seen: set[str] = set()
+    for i, s in enumerate(args.slices):
+        key = f"{k.slice(i)}.name"
+        g = s.name
+        if not _DNS_LABEL.match(g):
+            problems.append(f"{key}: {g!r} must be a DNS label")
+        if g in seen or g == "head":
+            problems.append(f"{key}: {g!r} is already used; group names must be unique "
+                            "(and not 'head')")
+        seen.add(g)
+        pod_name = len(c) + 1 + len(g) + _WORKER_POD_SUFFIX
+        if pod_name > MAX_NAME:
+            problems.append(
+                f"{key}: {g!r} with {k.cluster_name} {c!r} makes worker pod names of {pod_name} "
+                f"characters ('{c}-{g}-worker-xxxxx'); keep len(cluster name) + len(group name) "
+                f"<= {MAX_NAME - 1 - _WORKER_POD_SUFFIX}")
+        host = len(g) + 2 + _digits(s.max_slices - 1) + _digits(s.shape.hosts - 1)
+        if host > MAX_NAME:
+            problems.append(f"{key}: {g!r} makes TPU host names of {host} characters "
+                            f"('{g}-<replica>-<worker>'); at most {MAX_NAME}")
+        if not 0 <= s.min_slices <= s.initial_slices <= s.max_slices or s.max_slices < 1:
+            problems.append(f"{k.slice(i)}: slices min {s.min_slices} <= initial "
+                            f"{s.initial_slices} <= max {s.max_slices} (max >= 1) does not hold")
+        if s.shape.machine_type not in MACHINE_RESOURCES:
+            problems.append(f"{k.slice(i)}.machineType: {s.shape.machine_type!r} has no "
+                            f"vCPU/memory entry; known: {', '.join(MACHINE_RESOURCES)}")
+        if args.tpu_pools is not None:
+            selector = s.shape.node_selector
+            if not any(all(labels.get(lk) == lv for lk, lv in selector.items())
+                       for labels in args.tpu_pools.values()):
+                pools = ", ".join(f"{n} {dict(lb)}" for n, lb in args.tpu_pools.items()) or "none"
+                problems.append(f"{k.slice(i)}: no TPU node pool has the labels {selector} "
+                                f"that group {g!r} selects; pools: {pools}")
+    if WEBHOOK_LABEL in args.labels:
+        problems.append(f"{k.labels}: must not set {WEBHOOK_LABEL!r}: the KubeRay TPU webhook "
+                        "only mutates pods whose value KubeRay sets ('kuberay')")
+    if args.dashboard_internal_lb and not args.access_cidrs:
+        problems.append(f"{k.access_cidrs}: required with the dashboard internal load balancer "
+                        "(otherwise every address in the VPC can reach the Ray dashboard and "
+                        "client)")
+    tag = image_ray_version(args.image)
+    if tag is not None and tag != args.ray_version:
+        problems.append(f"{k.image}: {args.image!r} carries Ray {tag} but rayVersion is "
+                        f"{args.ray_version}; they must agree")
+    return problems
+
+
+# Upstream Ray images, whose tag starts with the Ray version (rayproject/ray:2.60.0-py311).
+# Our own trainer image is tagged with the package version; its Dockerfile pins Ray.
+_RAY_IMAGES = ("rayproject/ray", "rayproject/ray-ml")
+
+
+def image_ray_version(image: str) -> str | None:
+    """The Ray version of an upstream Ray image (``rayproject/ray:2.60.0-py311`` -> 2.60.0);
+    None for other images or tags without a version."""
+    name, _, tag = image.rpartition(":")
+    if not name or "/" in tag or "@" in image:
+        return None
+    if not any(name == r or name.endswith("/" + r) for r in _RAY_IMAGES):
+        return None
+    m = re.match(r"^(\d+\.\d+\.\d+)(?:[-_.].*)?$", tag)
+    return m.group(1) if m else None
+
+
+def image_is_pinned(image: str) -> bool:
+    if "@sha256:" in image:
+        return True
+    name, _, tag = image.rpartition(":")
+    return bool(name) and "/" not in tag and tag not in ("", "latest")
+
+
+def worker_resources(shape: SliceShape) -> dict[str, dict[str, str]]:
+    """Container resources of one TPU host pod: every chip, ~80% of the VM's CPU and memory."""
+    vcpu, gb = MACHINE_RESOURCES[shape.machine_type]
+    cpu = str(math.floor(vcpu * NODE_FRACTION))
+    memory = f"{math.floor(gb * NODE_FRACTION)}G"
+    chips = str(shape.chips_per_vm)
+    # Memory and chips as limits too (no overcommit, guaranteed chips); no CPU limit: one pod
+    # per VM, and CFS throttling only hurts the input pipeline.
+    return {
+        "requests": {"cpu": cpu, "memory": memory, TPU_RESOURCE: chips},
+        "limits": {"memory": memory, TPU_RESOURCE: chips},
+    }
+
+
+class TpuRayCluster(pulumi.ComponentResource):
+    """Namespace + Workload Identity KSA + RayCluster (+ optional internal LB)."""
+
+    namespace: k8s.core.v1.Namespace | None
+    service_account: k8s.core.v1.ServiceAccount
+    ray_cluster: RayCluster
+    dashboard_lb: k8s.core.v1.Service | None
+
+    def __init__(
+        self,
+        name: str,
+        args: TpuRayClusterArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        problems = args_problems(args)
+        if problems:  # before registering anything, the component included
+            raise ValueError("\n".join(problems))
+        super().__init__("raytpu:ray:TpuRayCluster", name, None, opts)
+        self.args = args
+        if not image_is_pinned(args.image):
+            pulumi.log.warn(f"Ray image {args.image!r} is not pinned to a version tag or "
+                            "digest: nodes may run different images", resource=self)
+        # Children do not inherit a component's dependsOn: the caller's (the operator charts,
+        # so that CRDs and the TPU webhook exist first) are passed down explicitly.
+        inherited = _depends_on(opts)
+        child = pulumi.ResourceOptions(parent=self, depends_on=inherited)
+        labels = {"app.kubernetes.io/part-of": "raytpu", **args.labels}
+
+        self.namespace = None
+        ns_name: pulumi.Input[str] = args.namespace
+        if args.create_namespace:
+            self.namespace = k8s.core.v1.Namespace(
+                f"{name}-ns",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=labels),
+                opts=child,
+            )
+            ns_name = self.namespace.metadata.name
+
+        self.service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-ksa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.service_account, namespace=ns_name, labels=labels,
+                annotations={GSA_ANNOTATION: args.gsa_email},
+            ),
+            opts=child,
+        )
+
+        spec = self._spec(labels)
+        ray_opts = pulumi.ResourceOptions(parent=self,
+                                          depends_on=[*inherited, self.service_account])
+        if args.autoscaling_enabled:
+            # The autoscaler owns replicas once running; re-applying the initial count on
+            # every `pulumi up` would fight it.
+            ray_opts = pulumi.ResourceOptions.merge(
+                ray_opts,
+                pulumi.ResourceOptions(ignore_changes=["spec.workerGroupSpecs[*].replicas"]),
+            )
+        self.ray_cluster = RayCluster(
+            f"{name}-raycluster",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.cluster_name, namespace=ns_name,
+                                                labels=labels),
+            spec=spec,
+            opts=ray_opts,
+        )
+
+        self.dashboard_lb = None
+        if args.dashboard_internal_lb:
+            self.dashboard_lb = k8s.core.v1.Service(
+                f"{name}-dashboard-ilb",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"{args.cluster_name}-dashboard-ilb", namespace=ns_name, labels=labels,
+                    annotations={ILB_ANNOTATION: "Internal"},
+                ),
+                spec=k8s.core.v1.ServiceSpecArgs(
+                    type="LoadBalancer",
+                    load_balancer_source_ranges=list(args.access_cidrs),
+                    selector={"ray.io/cluster": args.cluster_name, "ray.io/node-type": "head"},
+                    ports=[
+                        k8s.core.v1.ServicePortArgs(name=n, port=p, target_port=p)
+                        for n, p in HEAD_PORTS if n in ("dashboard", "client")
+                    ],
+                ),
+                opts=pulumi.ResourceOptions(parent=self,
+                                            depends_on=[*inherited, self.ray_cluster]),
+            )
+
+        self.outputs: dict[str, Any] = {
+            "clusterName": args.cluster_name,
+            "namespace": args.namespace,
+            "headService": f"{args.cluster_name}-head-svc",
+            "dashboardPortForward": dashboard_command(args.cluster_name, args.namespace),
+            "workerGroups": [group_summary(s) for s in args.slices],
+        }
+        self.register_outputs(self.outputs)
+
+    # -- spec ----------------------------------------------------------------------------
+
+    def _env(self) -> list[k8s.core.v1.EnvVarArgs]:
+        env = dict(self.args.env)
+        if self.args.checkpoint_uri:
+            env.setdefault(CHECKPOINT_ENV, self.args.checkpoint_uri)
+        return [k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(env.items())]
+
+    def _spec(self, labels: Mapping[str, str]) -> RayClusterSpecArgs:
+        a = self.args
+        head_selector = {NODEPOOL_LABEL: a.system_pool} if a.system_pool else None
+        head = HeadGroupSpecArgs(
+            service_type="ClusterIP",  # dashboard/client via kubectl port-forward
+            # No Ray tasks on the head: it is small, on the CPU pool, and runs the autoscaler.
+            ray_start_params={"num-cpus": "0"},
+            template=k8s.core.v1.PodTemplateSpecArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(labels=dict(labels)),
+                spec=k8s.core.v1.PodSpecArgs(
+                    service_account_name=a.service_account,
+                    node_selector=head_selector,
+                    containers=[k8s.core.v1.ContainerArgs(
+                        name="ray-head",
+                        image=a.image,
+                        env=self._env(),
+                        ports=[k8s.core.v1.ContainerPortArgs(name=n, container_port=p)
+                               for n, p in HEAD_PORTS],
+                        resources=k8s.core.v1.ResourceRequirementsArgs(
+                            requests={"cpu": a.head_cpu, "memory": a.head_memory},
+                            limits={"cpu": a.head_cpu, "memory": a.head_memory},
+                        ),
+                    )],
+                ),
+            ),
+        )
+        workers = [self._worker(s, labels) for s in a.slices]
+        autoscale = a.autoscaling_enabled
+        return RayClusterSpecArgs(
+            ray_version=a.ray_version,
+            head_group_spec=head,
+            worker_group_specs=workers,
+            enable_in_tree_autoscaling=True if autoscale else None,
+            autoscaler_options=AutoscalerOptionsArgs(
+                version="v2", idle_timeout_seconds=a.idle_timeout_seconds,
+                upscaling_mode="Default",
+            ) if autoscale else None,
+        )
+
+    def _worker(self, s: SliceGroup, labels: Mapping[str, str]) -> WorkerGroupSpecArgs:
+        shape = s.shape
+        res = worker_resources(shape)
+        env = [
+            *self._env(),
+            # Ray reads these four (TPU_NAME/TPU_WORKER_ID come from the webhook) and otherwise
+            # queries the GCE metadata server with no timeout (ray-torchxla.md §3.2).
+            k8s.core.v1.EnvVarArgs(name="TPU_ACCELERATOR_TYPE", value=shape.accelerator_type),
+            k8s.core.v1.EnvVarArgs(name="TPU_TOPOLOGY", value=shape.topology),
+        ]
+        return WorkerGroupSpecArgs(
+            group_name=s.name,
+            replicas=s.initial_slices,
+            min_replicas=s.min_slices,
+            max_replicas=s.max_slices,
+            num_of_hosts=shape.hosts,
+            # KubeRay maps the google.com/tpu limit to the Ray resource TPU itself.
+            ray_start_params={"num-cpus": res["requests"]["cpu"]},
+            idle_timeout_seconds=self.args.idle_timeout_seconds if s.elastic else None,
+            template=k8s.core.v1.PodTemplateSpecArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    labels={**labels, "raytpu.io/slice-group": s.name},
+                ),
+                spec=k8s.core.v1.PodSpecArgs(
+                    service_account_name=self.args.service_account,
+                    node_selector=dict(shape.node_selector),
+                    tolerations=[k8s.core.v1.TolerationArgs(
+                        key=TPU_RESOURCE, operator="Exists", effect="NoSchedule",
+                    )],
+                    containers=[k8s.core.v1.ContainerArgs(
+                        name="ray-worker",
+                        image=self.args.image,
+                        env=env,
+                        ports=[k8s.core.v1.ContainerPortArgs(name=n, container_port=p)
+                               for n, p in WORKER_PORTS],
+                        resources=k8s.core.v1.ResourceRequirementsArgs(
+                            requests=res["requests"], limits=res["limits"],
+                        ),
+                    )],
+                ),
+            ),
+        )
+
+
+def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
+    deps = opts.depends_on if opts is not None else None
+    if deps is None:
+        return []
+    if isinstance(deps, pulumi.Resource):
+        return [deps]
+    if isinstance(deps, list | tuple):
+        return [d for d in deps if isinstance(d, pulumi.Resource)]
+    raise TypeError("depends_on: pass resources (a list), not an Output")
+
+
+def dashboard_command(cluster_name: str, namespace: str) -> str:
+    p = versions.Ports.RAY_DASHBOARD
+    return f"kubectl -n {namespace} port-forward svc/{cluster_name}-head-svc {p}:{p}"
+
+
+def group_summary(s: SliceGroup) -> dict[str, Any]:
+    return {
+        "group": s.name,
+        "accelerator": s.shape.accelerator_type,
+        "topology": s.shape.topology,
+        "hostsPerSlice": s.shape.hosts,
+        "chipsPerHost": s.shape.chips_per_vm,
+        "minSlices": s.min_slices,
+        "initialSlices": s.initial_slices,
+        "maxSlices": s.max_slices,
+    }

@@ -1,0 +1,77 @@
+"""The Ray tables of ``raytpu plan``: the operator stack and the RayCluster worker groups.
+
+Read from the *recorded plan* (what the program declared, as the provider would receive it),
+not from the config, so the table shows what would actually be applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raytpu.components.ray_resources import RAYCLUSTER_TYPE
+from rich.table import Table
+
+from .catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
+from .plan import PlannedResource, PlanResult
+
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+
+
+def operator_table(result: PlanResult) -> Table | None:
+    charts = result.by_type(CHART_TYPE)
+    table = Table("component", "chart", "version", "namespace", "CRDs", title="KubeRay operator")
+    for c in charts:
+        i = c.inputs
+        table.add_row(str(i.get("name", c.name)), str(i.get("chart", "")),
+                      str(i.get("version", "")), str(i.get("namespace", "")),
+                      "skipped" if i.get("skipCrds") else "managed")
+    if not charts:
+        if result.config.kuberay.mode != "gke-addon":
+            return None
+        table.add_row("kuberay-operator + kuberay-tpu-webhook", "GKE add-on", "GKE-managed",
+                      "(outside the cluster)", "GKE")
+    return table
+
+
+def _container(template: dict[str, Any]) -> dict[str, Any]:
+    containers = template.get("spec", {}).get("containers") or [{}]
+    return dict(containers[0])
+
+
+def raycluster_table(rc: PlannedResource) -> Table:
+    spec = rc.inputs.get("spec", {})
+    meta = rc.inputs.get("metadata", {})
+    autoscaling = "autoscaling v2" if spec.get("enableInTreeAutoscaling") else "fixed size"
+    table = Table(
+        "group", "slices min/initial/max", "hosts per slice", "chips per host", "topology",
+        "accelerator",
+        title=(f"RayCluster {meta.get('namespace', '')}/{meta.get('name', rc.name)} "
+               f"(Ray {spec.get('rayVersion', '?')}, {autoscaling})"),
+    )
+    head = spec.get("headGroupSpec", {})
+    head_res = _container(head.get("template", {})).get("resources", {}).get("requests", {})
+    table.add_row("head", "1", "-", "-", "-",
+                  f"CPU {head_res.get('cpu', '?')}, {head_res.get('memory', '?')}")
+    for w in spec.get("workerGroupSpecs", []):
+        template = w.get("template", {})
+        selector = template.get("spec", {}).get("nodeSelector", {})
+        limits = _container(template).get("resources", {}).get("limits", {})
+        replicas = w.get("replicas", 0)
+        table.add_row(
+            str(w.get("groupName")),
+            f"{w.get('minReplicas', 0)}/{replicas}/{w.get('maxReplicas', '?')}",
+            str(w.get("numOfHosts", 1)),
+            str(limits.get(TPU_RESOURCE, "-")),
+            str(selector.get(TOPOLOGY_LABEL, "-")),
+            str(selector.get(ACCELERATOR_LABEL, "-")),
+        )
+    return table
+
+
+def ray_tables(result: PlanResult) -> list[Any]:
+    tables: list[Any] = []
+    op = operator_table(result)
+    if op is not None:
+        tables.append(op)
+    tables += [raycluster_table(rc) for rc in result.by_type(RAYCLUSTER_TYPE)]
+    return tables

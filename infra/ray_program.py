@@ -1,0 +1,181 @@
+"""The Ray layer of the stack program: StackConfig -> KubeRayOperator + TpuRayCluster.
+
+``raytpu.program.build`` declares the GKE side (network, cluster, TPU node pools, storage) and
+then calls :func:`build_ray` with the cluster's Kubernetes provider. Every Ray-side problem in
+the config is reported here, as :class:`~raytpu.config.ConfigError` lines naming the config
+key, *before* any Ray resource is declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from raytpu.components.kuberay_operator import (
+    WEBHOOK_NAMESPACE,
+    KubeRayOperator,
+    KubeRayOperatorArgs,
+)
+from raytpu.components.tpu_ray_cluster import (
+    ArgKeys,
+    SliceGroup,
+    TpuRayCluster,
+    TpuRayClusterArgs,
+    args_problems,
+)
+
+from .config import ConfigError, StackConfig
+
+
+def config_keys(cfg: StackConfig) -> ArgKeys:
+    """Config keys, for problems reported against the stack file."""
+    return ArgKeys(
+        cluster_name="raytpu:ray.clusterName",
+        namespace="raytpu:ray.namespace",
+        service_account="raytpu:ray.serviceAccount",
+        # The default image is this stack's registry with raytpu:ray.imageTag.
+        image="raytpu:ray.image" if cfg.ray.image else "raytpu:ray.imageTag",
+        access_cidrs="raytpu:network.rayAccessCidrs",
+        labels="raytpu:ray.labels",
+        slice=lambda i: f"raytpu:slices[{i}]",
+    )
+
+
+def checkpoint_uri(cfg: StackConfig) -> str:
+    return f"gs://{cfg.bucket_name}/runs"
+
+
+def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
+    k = cfg.kuberay
+    return KubeRayOperatorArgs(
+        mode=k.mode,
+        namespace=k.namespace,
+        kuberay_version=k.version,
+        webhook_version=k.webhook_version,
+        cert_manager_version=k.cert_manager_version,
+    )
+
+
+def slice_groups(cfg: StackConfig) -> list[SliceGroup]:
+    return [
+        SliceGroup(name=s.name, shape=s.shape, min_slices=s.min_slices, max_slices=s.max_slices,
+                   initial_slices=s.initial_slices)
+        for s in cfg.slices
+    ]
+
+
+def cluster_args(
+    cfg: StackConfig,
+    *,
+    gsa_email: pulumi.Input[str],
+    system_pool: str | None = None,
+    tpu_pools: Mapping[str, Mapping[str, str]] | None = None,
+    create_namespace: bool = True,
+) -> TpuRayClusterArgs:
+    r = cfg.ray
+    return TpuRayClusterArgs(
+        cluster_name=r.cluster_name,
+        namespace=r.namespace,
+        service_account=r.service_account,
+        gsa_email=gsa_email,
+        image=cfg.image,
+        ray_version=r.version,
+        slices=slice_groups(cfg),
+        checkpoint_uri=checkpoint_uri(cfg),
+        system_pool=system_pool,
+        tpu_pools=tpu_pools,
+        head_cpu=r.head_cpu,
+        head_memory=r.head_memory,
+        idle_timeout_seconds=r.idle_timeout_seconds,
+        dashboard_internal_lb=r.dashboard_internal_lb,
+        access_cidrs=tuple(cfg.network.ray_access_cidrs),
+        create_namespace=create_namespace,
+    )
+
+
+def _checked(
+    cfg: StackConfig,
+    gsa_email: pulumi.Input[str],
+    system_pool: str | None,
+    tpu_pools: Mapping[str, Mapping[str, str]] | None,
+) -> KubeRayOperatorArgs:
+    """The operator Args, once every Ray-side problem is ruled out (else ConfigError)."""
+    problems = args_problems(
+        cluster_args(cfg, gsa_email=gsa_email, system_pool=system_pool, tpu_pools=tpu_pools),
+        config_keys(cfg),
+    )
+    try:
+        op_args = operator_args(cfg)
+    except ValueError as e:  # KubeRayOperatorArgs names its field: prefix the config path
+        problems.append(f"raytpu:kuberay.{e}")
+    if problems:
+        raise ConfigError(problems)
+    return op_args
+
+
+def ray_problems(cfg: StackConfig) -> list[str]:
+    """Ray-side config problems (name lengths, DNS labels, image/rayVersion, LB ranges,
+    operator namespace), for callers that validate before declaring anything."""
+    try:
+        _checked(cfg, "unused", None, None)
+    except ConfigError as e:
+        return e.problems
+    return []
+
+
+def build_ray(
+    cfg: StackConfig,
+    *,
+    provider: k8s.Provider | None,
+    gsa_email: pulumi.Input[str],
+    depends_on: Sequence[pulumi.Resource] = (),
+    system_pool: str | None = None,
+    tpu_pools: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Declare the KubeRay operator (or record the GKE add-on) and the stack's RayCluster.
+
+    ``provider``: the GKE cluster's Kubernetes provider (server-side apply on: the KubeRay CRDs
+    exceed client-side apply's annotation limit). ``depends_on``: what must exist first (the
+    cluster, its node pools). ``system_pool``: the CPU node pool's name, to pin the Ray head.
+    ``tpu_pools``: node labels per TPU pool, to refuse a group that no pool can host.
+    Returns the stack outputs of the Ray layer.
+    """
+    op_args = _checked(cfg, gsa_email, system_pool, tpu_pools)  # before declaring anything
+
+    base = pulumi.ResourceOptions(
+        providers=[provider] if provider is not None else None,
+        depends_on=list(depends_on),
+    )
+    operator = KubeRayOperator("kuberay", op_args, opts=base)
+
+    # A namespace the operator layer already creates (its own, or the webhook chart's
+    # ray-system) must not get a second owner.
+    create_ns = cfg.ray.namespace not in (*operator.namespaces, "default")
+    ns_owner = operator.namespaces.get(cfg.ray.namespace)
+    cluster = TpuRayCluster(
+        "ray",
+        cluster_args(cfg, gsa_email=gsa_email, system_pool=system_pool, tpu_pools=tpu_pools,
+                     create_namespace=create_ns),
+        opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(
+            # The CRDs must exist (preview + apply) and the TPU webhook must serve before any
+            # KubeRay pod is created, or TPU pods start without TPU_WORKER_* (silently broken).
+            depends_on=[*operator.ready, *([ns_owner] if ns_owner is not None else [])],
+        )),
+    )
+    if cfg.ray.namespace == WEBHOOK_NAMESPACE and cfg.kuberay.mode == "helm":
+        pulumi.log.warn(f"raytpu:ray.namespace {WEBHOOK_NAMESPACE!r} is the TPU webhook's "
+                        "namespace; the RayCluster shares it")
+    return {
+        "ray_cluster_name": cluster.outputs["clusterName"],
+        "ray_namespace": cluster.outputs["namespace"],
+        "ray_dashboard_command": cluster.outputs["dashboardPortForward"],
+        "ray_worker_groups": cluster.outputs["workerGroups"],
+        "ray_workload_identity_member": (
+            f"serviceAccount:{cfg.project}.svc.id.goog"
+            f"[{cfg.ray.namespace}/{cfg.ray.service_account}]"
+        ),
+        "kuberay_mode": cfg.kuberay.mode,
+        "kuberay_charts": operator.outputs["charts"],
+    }

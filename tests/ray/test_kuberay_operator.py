@@ -1,0 +1,135 @@
+"""The operator layer: chart coordinates, install order, CRD handling, both modes.
+
+What a mocked run can prove about the two traps (the rest needs a real `pulumi preview`):
+1. first preview: the operator is a ``helm.v4.Chart`` (its CRDs become Pulumi resources the
+   provider knows at preview), CRDs are not skipped, the RayCluster depends on that chart;
+2. version bump: the operator chart's version input changes (same resource, so an update of
+   the chart -- and with it of its CRD children -- not a replacement).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ray_support import CHART, RAYCLUSTER, SAMPLES, plan_ray
+from raytpu import versions
+from raytpu.components.kuberay_operator import (
+    WEBHOOK_NAMESPACE,
+    KubeRayOperatorArgs,
+    chart_refs,
+)
+from raytpu.plan import PlanResult
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+
+
+def _charts(plan: PlanResult) -> dict[str, Any]:
+    return {r.inputs["name"]: r for r in plan.by_type(CHART)}
+
+
+def test_helm_mode_installs_the_three_pinned_charts(sample_plans: dict[str, PlanResult]) -> None:
+    charts = _charts(sample_plans["v4-fixed"])
+    assert list(charts) == ["cert-manager", "kuberay-operator", "kuberay-tpu-webhook"]
+    cm, op, wh = (charts[k].inputs for k in charts)
+    assert (cm["chart"], cm["version"], cm["repositoryOpts"]) == (
+        "cert-manager", versions.CHARTS["cert-manager"].version,
+        {"repo": "https://charts.jetstack.io"})
+    assert cm["values"]["crds"]["enabled"] is True
+    assert (op["chart"], op["version"], op["repositoryOpts"], op["namespace"]) == (
+        "kuberay-operator", versions.KUBERAY_VERSION,
+        {"repo": "https://ray-project.github.io/kuberay-helm/"}, "kuberay-system")
+    assert op["values"]["image"]["tag"] == f"v{versions.KUBERAY_VERSION}"
+    assert {"name": "RayMultiHostIndexing", "enabled": True} in op["values"]["featureGates"]
+    assert (wh["chart"], wh["version"], wh["namespace"]) == (
+        "oci://us-docker.pkg.dev/ai-on-gke/kuberay-tpu-webhook-helm/kuberay-tpu-webhook",
+        versions.CHARTS["kuberay-tpu-webhook"].version, WEBHOOK_NAMESPACE)
+    assert "repositoryOpts" not in wh  # an OCI chart is a full reference
+
+
+def test_no_chart_skips_its_crds_and_nothing_uses_an_opaque_release(
+    sample_plans: dict[str, PlanResult],
+) -> None:
+    plan = sample_plans["v4-fixed"]
+    assert all(c.inputs["skipCrds"] is False for c in plan.by_type(CHART))
+    assert plan.by_type("kubernetes:helm.sh/v3:Release") == []  # CRDs invisible at preview
+
+
+def test_install_order_cert_manager_then_operator_then_webhook_then_raycluster(
+    sample_plans: dict[str, PlanResult],
+) -> None:
+    plan = sample_plans["v4-fixed"]
+    by_name = {r.name: r for r in plan.resources}
+    charts = {r.inputs["name"]: r.name for r in plan.by_type(CHART)}
+
+    def deps(name: str) -> set[str]:
+        return set(by_name[name].options.get("dependsOn", []))
+
+    assert charts["cert-manager"] in deps(charts["kuberay-operator"])
+    assert charts["kuberay-operator"] in deps(charts["kuberay-tpu-webhook"])
+    (rc,) = plan.by_type(RAYCLUSTER)
+    # CRDs (operator chart) known before the RayCluster; webhook serving before any Ray pod.
+    assert {charts["kuberay-operator"], charts["kuberay-tpu-webhook"]} <= deps(rc.name)
+    assert all(by_name[c].options.get("provider") == "k8s" for c in charts.values())
+    assert rc.options.get("provider") == "k8s"
+
+
+def test_namespaces_created_except_the_one_the_webhook_chart_owns(
+    sample_plans: dict[str, PlanResult],
+) -> None:
+    plan = sample_plans["v4-fixed"]
+    names = sorted(r.inputs["metadata"]["name"] for r in plan.by_type(NAMESPACE))
+    assert names == ["cert-manager", "kuberay-system", "ray"]
+    assert WEBHOOK_NAMESPACE not in names
+    charts = _charts(plan)
+    ns = {r.inputs["metadata"]["name"]: r.name for r in plan.by_type(NAMESPACE)}
+    assert ns["kuberay-system"] in charts["kuberay-operator"].options["dependsOn"]
+    assert ns["cert-manager"] in charts["cert-manager"].options["dependsOn"]
+
+
+def test_kuberay_version_bump_updates_the_operator_chart_in_place() -> None:
+    raw = SAMPLES["v4-fixed"]
+    old = plan_ray({**raw, "raytpu:kuberay": {"version": "1.6.2"}})
+    new = plan_ray(raw)
+    old_op, new_op = _charts(old)["kuberay-operator"], _charts(new)["kuberay-operator"]
+    assert old_op.name == new_op.name  # same URN: an update, CRD children diffed with it
+    assert (old_op.inputs["version"], new_op.inputs["version"]) == ("1.6.2", "1.7.0")
+    assert (old_op.inputs["values"]["image"]["tag"], new_op.inputs["values"]["image"]["tag"]) == (
+        "v1.6.2", "v1.7.0")
+    assert old_op.inputs["skipCrds"] is new_op.inputs["skipCrds"] is False
+    # Nothing else of the operator stack changes.
+    assert _charts(old)["cert-manager"].inputs == _charts(new)["cert-manager"].inputs
+
+
+def test_gke_addon_mode_installs_no_charts_and_says_so(
+    sample_plans: dict[str, PlanResult],
+) -> None:
+    plan = sample_plans["v5p-addon"]
+    assert plan.by_type(CHART) == []
+    assert [r.inputs["metadata"]["name"] for r in plan.by_type(NAMESPACE)] == ["ray"]
+    (rc,) = plan.by_type(RAYCLUSTER)
+    assert not [d for d in rc.options.get("dependsOn", []) if "kuberay" in d]
+    assert plan.outputs["kuberay_mode"] == "gke-addon"
+    assert plan.outputs["kuberay_charts"] == []
+    assert chart_refs(KubeRayOperatorArgs(mode="gke-addon")) == []
+
+
+def test_operator_component_rejects_an_unknown_mode() -> None:
+    with pytest.raises(ValueError, match="mode: 'operator' is not valid; valid: helm, gke-addon"):
+        KubeRayOperatorArgs(mode="operator")  # type: ignore[arg-type]
+
+
+def test_ray_namespace_shared_with_the_operator_layer_is_not_declared_twice() -> None:
+    raw = SAMPLES["v4-fixed"]
+    for shared in ("kuberay-system", WEBHOOK_NAMESPACE):
+        plan = plan_ray({**raw, "raytpu:ray": {"namespace": shared}})
+        names = [r.inputs["metadata"]["name"] for r in plan.by_type(NAMESPACE)]
+        assert names.count(shared) == (1 if shared == "kuberay-system" else 0)
+        (rc,) = plan.by_type(RAYCLUSTER)
+        assert rc.inputs["metadata"]["namespace"] == shared
+
+
+@pytest.mark.parametrize("namespace", [WEBHOOK_NAMESPACE, "cert-manager"])
+def test_operator_namespace_must_be_its_own(namespace: str) -> None:
+    with pytest.raises(ValueError, match=f"namespace: '{namespace}' belongs to another chart"):
+        KubeRayOperatorArgs(namespace=namespace)
