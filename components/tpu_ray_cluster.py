@@ -48,18 +48,6 @@ from raytpu.components.ray_resources import (
     WorkerGroupSpecArgs,
 )
 
-# vCPUs and memory (GB as GCE lists them) per TPU VM machine type.
-# TODO(catalog): belongs in raytpu.catalog next to Generation.machine_types.
-MACHINE_RESOURCES: dict[str, tuple[int, int]] = {
-    "ct4p-hightpu-4t": (240, 407),
-    "ct5lp-hightpu-1t": (24, 48),
-    "ct5lp-hightpu-4t": (112, 192),
-    "ct5lp-hightpu-8t": (224, 384),
-    "ct5p-hightpu-4t": (208, 448),
-    "ct6e-standard-1t": (44, 176),
-    "ct6e-standard-4t": (180, 720),
-    "ct6e-standard-8t": (180, 1440),
-}
 # Share of the VM a Ray worker requests: the rest is left to kubelet/system reservations and
 # the node's DaemonSets (TPU device plugin, GKE metadata server, logging).
 NODE_FRACTION = 0.8
@@ -202,9 +190,6 @@ def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[
         if not 0 <= s.min_slices <= s.initial_slices <= s.max_slices or s.max_slices < 1:
             problems.append(f"{k.slice(i)}: slices min {s.min_slices} <= initial "
                             f"{s.initial_slices} <= max {s.max_slices} (max >= 1) does not hold")
-        if s.shape.machine_type not in MACHINE_RESOURCES:
-            problems.append(f"{k.slice(i)}.machineType: {s.shape.machine_type!r} has no "
-                            f"vCPU/memory entry; known: {', '.join(MACHINE_RESOURCES)}")
         if args.tpu_pools is not None:
             selector = s.shape.node_selector
             if not any(all(labels.get(lk) == lv for lk, lv in selector.items())
@@ -252,7 +237,7 @@ def image_is_pinned(image: str) -> bool:
 
 def worker_resources(shape: SliceShape) -> dict[str, dict[str, str]]:
     """Container resources of one TPU host pod: every chip, ~80% of the VM's CPU and memory."""
-    vcpu, gb = MACHINE_RESOURCES[shape.machine_type]
+    vcpu, gb = shape.host_vcpus, shape.host_memory_gb
     cpu = str(math.floor(vcpu * NODE_FRACTION))
     memory = f"{math.floor(gb * NODE_FRACTION)}G"
     chips = str(shape.chips_per_vm)

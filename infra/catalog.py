@@ -132,6 +132,19 @@ GENERATIONS: dict[str, Generation] = {
         ),
     )
 }
+# vCPUs and memory (GB, as GCE lists them) of each TPU VM machine type: what a Ray worker
+# pod, one per host, may request.
+MACHINE_RESOURCES: dict[str, tuple[int, int]] = {
+    "ct4p-hightpu-4t": (240, 407),
+    "ct5lp-hightpu-1t": (24, 48),
+    "ct5lp-hightpu-4t": (112, 192),
+    "ct5lp-hightpu-8t": (224, 384),
+    "ct5p-hightpu-4t": (208, 448),
+    "ct6e-standard-1t": (44, 176),
+    "ct6e-standard-4t": (180, 720),
+    "ct6e-standard-8t": (180, 1440),
+}
+
 # Ironwood (tpu7x) is deliberately absent: its multi-host pools need a workload
 # resource policy instead of COMPACT placement, and how pulumi-gcp's required
 # placement_policy.type behaves there is unverified (shared/ref/notes/gke-tpu.md §5).
@@ -234,6 +247,14 @@ class SliceShape:
             ACCELERATOR_LABEL: self.generation.accelerator_label,
             TOPOLOGY_LABEL: self.topology,
         }
+
+    @property
+    def host_vcpus(self) -> int:
+        return MACHINE_RESOURCES[self.machine_type][0]
+
+    @property
+    def host_memory_gb(self) -> int:
+        return MACHINE_RESOURCES[self.machine_type][1]
 
     @property
     def peak_bf16_flops(self) -> float:

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 from ray_support import GSA, RAYCLUSTER, SAMPLES, run_program, semantic_problems
-from raytpu.catalog import slice_shape
+from raytpu.catalog import MACHINE_RESOURCES, slice_shape
 from raytpu.components.tpu_ray_cluster import (
-    MACHINE_RESOURCES,
     SliceGroup,
     TpuRayCluster,
     TpuRayClusterArgs,
