@@ -198,3 +198,39 @@ def test_bad_component_registers_nothing() -> None:
     plan = run_alone(program)
     assert "40 characters" in str(errors[0])
     assert [r.type for r in plan.resources] == [MARKER]
+
+
+def test_readme_example_in_a_foreign_program() -> None:
+    """The README's composition example, in a program that owns its cluster and SA."""
+    import pulumi
+    import pulumi_gcp as gcp
+
+    exported: dict[str, Any] = {}
+
+    def program() -> None:
+        my_cluster = gcp.container.Cluster("theirs", location="us-central2-b",
+                                           initial_node_count=1)
+        node_sa = gcp.serviceaccount.Account("theirs-nodes", account_id="theirs-nodes")
+        pool = TpuSlicePool("train", TpuSlicePoolArgs(
+            shape=slice_shape("v4-16"),
+            cluster=my_cluster.id,
+            zone="us-central2-b",
+            node_service_account=node_sa.email,
+            project="my-project",
+            autoscaling=SliceAutoscaling(min_slices=0, max_slices=2),
+            spot=True,
+        ))
+        pulumi.Output.all(pool.node_pool_names, pool.node_selector).apply(
+            lambda v: exported.update(names=v[0], selector=v[1]))
+
+    plan = run_alone(program)
+    assert exported["names"] == ["train-0", "train-1"]
+    assert exported["selector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x2x2",
+    }
+    made = pools(plan)
+    assert [p.parent for p in made] == ["train", "train"]
+    assert all(p.inputs["cluster"].endswith("/clusters/theirs") for p in made)
+    assert all(p.inputs["nodeConfig"]["serviceAccount"].startswith("theirs-nodes@")
+               for p in made)
