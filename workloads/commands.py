@@ -1,7 +1,288 @@
-"""`raytpu train` and `raytpu submit` (being written)."""
+"""``raytpu train`` and ``raytpu submit``: the workloads' commands on the package's CLI.
+
+Importing this module must stay cheap and must work on the core install (no torch, no
+ray): everything heavy is imported inside the commands. Bad flags exit 2 with one line
+per problem on stderr, naming the flag and its value; failures after the start exit 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from .config import LaunchOptions, ModelConfig, OptimConfig, TrainConfig
+
+# -- options shared by train and submit -------------------------------------------------
+
+Tpu = Annotated[str, typer.Option("--tpu", help="TPU accelerator type, e.g. v4-16")]
+Slices = Annotated[int, typer.Option("--slices", help="Slices for one job (multislice)")]
+Steps = Annotated[int, typer.Option("--steps", help="Train until this step")]
+Data = Annotated[
+    str | None,
+    typer.Option("--data", help="Folder, file or gs:// prefix of text (default: Python stdlib)"),
+]
+CheckpointEvery = Annotated[int, typer.Option("--checkpoint-every", help="Steps per checkpoint")]
+BatchPerHost = Annotated[int, typer.Option("--batch-per-host", help="Sequences per host per step")]
+Layers = Annotated[int, typer.Option("--n-layers", help="Transformer blocks")]
+Width = Annotated[int, typer.Option("--d-model", help="Model width")]
+Heads = Annotated[int, typer.Option("--n-heads", help="Attention heads")]
+SeqLen = Annotated[int, typer.Option("--seq-len", help="Context length in bytes")]
+Lr = Annotated[float, typer.Option("--lr", help="Peak learning rate")]
+Warmup = Annotated[int, typer.Option("--warmup-steps", help="Linear warmup steps")]
+Seed = Annotated[int, typer.Option("--seed", help="Init and data order seed")]
+LogEvery = Annotated[int, typer.Option("--log-every", help="TPU: fetch losses every N steps")]
+Compile = Annotated[
+    bool,
+    typer.Option(
+        "--compile/--no-compile",
+        help="torch.compile(backend='openxla') the forward/backward (measured on XLA:CPU only)",
+    ),
+]
+MaxFailures = Annotated[
+    int, typer.Option("--max-failures", help="Worker-group restarts Ray Train may do")
+]
+RunName = Annotated[
+    str, typer.Option("--run-name", help="Run folder under the storage path (resume key)")
+]
+
+DEFAULTS = TrainConfig()
+MODEL = ModelConfig()
+OPTIM = OptimConfig()
+
+
+class BadFlags(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def _exit_bad(problems: list[str]) -> typer.Exit:
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    return typer.Exit(2)
+
+
+def _positive(problems: list[str], **flags: float) -> None:
+    for flag, value in flags.items():
+        if value <= 0:
+            problems.append(f"--{flag.replace('_', '-')}: {value} must be positive")
+
+
+def build_config(
+    *,
+    tpu: str,
+    slices: int,
+    steps: int,
+    data: str | None,
+    checkpoint_every: int,
+    batch_per_host: int,
+    n_layers: int,
+    d_model: int,
+    n_heads: int,
+    seq_len: int,
+    lr: float,
+    warmup_steps: int,
+    seed: int,
+    log_every: int,
+    compile: bool = False,
+    fail_host_at_step: int | None = None,
+    check_data: bool = True,
+) -> TrainConfig:
+    """Validate the trainer flags; raises :class:`BadFlags` listing every problem."""
+    from raytpu.catalog import CatalogError, slice_shape
+
+    problems: list[str] = []
+    try:
+        slice_shape(tpu)
+    except CatalogError as e:
+        problems.append(f"--tpu: {e}")
+    _positive(
+        problems, slices=slices, steps=steps, checkpoint_every=checkpoint_every,
+        batch_per_host=batch_per_host, n_layers=n_layers, d_model=d_model, n_heads=n_heads,
+        seq_len=seq_len, lr=lr, log_every=log_every,
+    )
+    if warmup_steps < 0:
+        problems.append(f"--warmup-steps: {warmup_steps} must not be negative")
+    if n_heads > 0 and d_model % n_heads:
+        problems.append(f"--d-model: {d_model} is not a multiple of --n-heads {n_heads}")
+    if data is not None and check_data:  # submit: the path is the cluster's, not ours
+        from .data import DataError, check_data_path
+
+        try:
+            check_data_path(data)
+        except DataError as e:
+            problems.append(f"--data: {e}")
+    if fail_host_at_step is not None and not 1 <= fail_host_at_step < steps:
+        problems.append(
+            f"--fail-host-at-step: {fail_host_at_step} must be in 1..{steps - 1} "
+            "(a step before the last)"
+        )
+    if problems:
+        raise BadFlags(problems)
+    return TrainConfig(
+        tpu=tpu, slices=slices, steps=steps, batch_per_host=batch_per_host, seed=seed,
+        data=data, checkpoint_every=checkpoint_every, log_every=log_every,
+        fail_host_at_step=fail_host_at_step, compile=compile,
+        model=ModelConfig(n_layers=n_layers, d_model=d_model, n_heads=n_heads, seq_len=seq_len),
+        optim=OptimConfig(lr=lr, warmup_steps=warmup_steps),
+    )
+
 
 def register(app: typer.Typer) -> None:
-    """Add the workload commands to the CLI."""
+    """Add ``train`` and ``submit`` to the CLI."""
+
+    @app.command()
+    def train(
+        local: Annotated[
+            bool, typer.Option("--local", help="Simulate the slice with local Ray nodes (CPU)")
+        ] = False,
+        tpu: Tpu = DEFAULTS.tpu,
+        slices: Slices = DEFAULTS.slices,
+        steps: Steps = DEFAULTS.steps,
+        checkpoint_dir: Annotated[
+            Path,
+            typer.Option("--checkpoint-dir", help="Ray Train storage path (resumes from it)"),
+        ] = Path("raytpu-runs"),
+        metrics_out: Annotated[
+            Path | None, typer.Option("--metrics-out", help="JSON lines, one per step")
+        ] = None,
+        data: Data = None,
+        fail_host_at_step: Annotated[
+            int | None,
+            typer.Option("--fail-host-at-step", help="Kill one simulated host after step K"),
+        ] = None,
+        checkpoint_every: CheckpointEvery = DEFAULTS.checkpoint_every,
+        max_failures: MaxFailures = LaunchOptions.max_failures,
+        run_name: RunName = LaunchOptions.run_name,
+        batch_per_host: BatchPerHost = DEFAULTS.batch_per_host,
+        n_layers: Layers = MODEL.n_layers,
+        d_model: Width = MODEL.d_model,
+        n_heads: Heads = MODEL.n_heads,
+        seq_len: SeqLen = MODEL.seq_len,
+        lr: Lr = OPTIM.lr,
+        warmup_steps: Warmup = OPTIM.warmup_steps,
+        seed: Seed = DEFAULTS.seed,
+        log_every: LogEvery = DEFAULTS.log_every,
+        compile: Compile = DEFAULTS.compile,
+        progress: Annotated[
+            bool, typer.Option("--progress/--no-progress", help="Show a progress bar")
+        ] = True,
+    ) -> None:
+        """Train the byte-level LM; with --local, on a simulated slice of local Ray nodes."""
+        try:
+            cfg = build_config(
+                tpu=tpu, slices=slices, steps=steps, data=data,
+                checkpoint_every=checkpoint_every, batch_per_host=batch_per_host,
+                n_layers=n_layers, d_model=d_model, n_heads=n_heads, seq_len=seq_len, lr=lr,
+                warmup_steps=warmup_steps, seed=seed, log_every=log_every, compile=compile,
+                fail_host_at_step=fail_host_at_step,
+            )
+        except BadFlags as e:
+            raise _exit_bad(e.problems) from None
+        problems = []
+        if not local:
+            problems.append(
+                "--local: not given; `raytpu train` runs on a simulated slice (--local). "
+                "To train on a stack's cluster use `raytpu submit --stack NAME`"
+            )
+        if max_failures < 0:
+            problems.append(f"--max-failures: {max_failures} must not be negative")
+        if problems:
+            raise _exit_bad(problems)
+
+        from .local_mode import run_local
+
+        opts = LaunchOptions(
+            storage_path=str(checkpoint_dir.resolve()),
+            run_name=run_name,
+            max_failures=max_failures,
+            metrics_out=str(metrics_out) if metrics_out else None,
+            progress=progress,
+        )
+        try:
+            report = run_local(cfg, opts)
+        except Exception as e:
+            print(f"error: training failed: {type(e).__name__}: {e}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        retrained = sum(1 for r in report.records if r.get("retrained"))
+        line = (
+            f"done: step {report.last_step}/{cfg.steps}, {len(report.records)} steps trained "
+            f"({retrained} retrained) in {report.attempts} attempt(s), {report.wall_s:.0f}s; "
+            f"checkpoints in {opts.storage_path}/{opts.run_name}"
+        )
+        if report.kill_to_resume_s is not None:
+            line += f"; host kill -> first resumed step {report.kill_to_resume_s:.1f}s"
+        print(line)
+
+    @app.command()
+    def submit(
+        stack: Annotated[str, typer.Option("--stack", "-s", help="stacks/Pulumi.<NAME>.yaml")],
+        stacks_dir: Annotated[
+            Path, typer.Option("--stacks-dir", help="Folder of Pulumi.<stack>.yaml files")
+        ] = Path("stacks"),
+        address: Annotated[
+            str, typer.Option("--address", help="Ray dashboard (Job Submission API) URL")
+        ] = "http://127.0.0.1:8265",
+        slice_group: Annotated[
+            str | None,
+            typer.Option("--slice-group", help="Which raytpu:slices entry (default: first)"),
+        ] = None,
+        slices: Annotated[
+            int | None,
+            typer.Option("--slices", help="Slices for the job (default: the entry's count)"),
+        ] = None,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Print the submission as JSON; contact nothing")
+        ] = False,
+        steps: Steps = DEFAULTS.steps,
+        data: Data = None,
+        checkpoint_every: CheckpointEvery = DEFAULTS.checkpoint_every,
+        max_failures: MaxFailures = LaunchOptions.max_failures,
+        run_name: RunName = LaunchOptions.run_name,
+        batch_per_host: BatchPerHost = DEFAULTS.batch_per_host,
+        n_layers: Layers = MODEL.n_layers,
+        d_model: Width = MODEL.d_model,
+        n_heads: Heads = MODEL.n_heads,
+        seq_len: SeqLen = MODEL.seq_len,
+        lr: Lr = OPTIM.lr,
+        warmup_steps: Warmup = OPTIM.warmup_steps,
+        seed: Seed = DEFAULTS.seed,
+        log_every: LogEvery = 10,
+        compile: Compile = DEFAULTS.compile,
+    ) -> None:
+        """Submit the trainer to the stack's RayCluster (Ray Job Submission API)."""
+        import json
+
+        from .submit import SubmitError, build_submission, send_submission
+
+        try:
+            sub = build_submission(
+                stack=stack, stacks_dir=stacks_dir, slice_group=slice_group, slices=slices,
+                address=address, run_name=run_name, max_failures=max_failures,
+                trainer=dict(
+                    steps=steps, data=data, checkpoint_every=checkpoint_every,
+                    batch_per_host=batch_per_host, n_layers=n_layers, d_model=d_model,
+                    n_heads=n_heads, seq_len=seq_len, lr=lr, warmup_steps=warmup_steps,
+                    seed=seed, log_every=log_every, compile=compile,
+                ),
+            )
+        except BadFlags as e:
+            raise _exit_bad(e.problems) from None
+        print(sub.port_forward_hint, file=sys.stderr)
+        if dry_run:
+            print(json.dumps(sub.to_dict(), indent=2))
+            return
+        try:
+            job_id = send_submission(sub)
+        except SubmitError as e:
+            print(f"error: {e}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        print(job_id)
+        print(
+            f"follow: ray job logs -f {job_id} --address {address}\n"
+            f"dashboard: {address}/#/jobs/{job_id}",
+            file=sys.stderr,
+        )

@@ -1,0 +1,138 @@
+"""`raytpu train` / `raytpu submit` flags: clear one-line errors, exit 2; the dry run."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from raytpu.cli import app
+from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--tpu", "v9-8"], "--tpu: 'v9-8' is not a TPU accelerator type; valid: v4-8"),
+        (["--tpu", "v4-12"], "--tpu: 'v4-12' is not a TPU v4 accelerator type"),
+        (["--steps", "0"], "--steps: 0 must be positive"),
+        (["--steps", "-3"], "--steps: -3 must be positive"),
+        (["--data", "/nonexistent/corpus"], "--data: '/nonexistent/corpus' does not exist"),
+        (["--d-model", "100", "--n-heads", "3"], "--d-model: 100 is not a multiple of --n-heads 3"),
+        (["--steps", "10", "--fail-host-at-step", "10"], "--fail-host-at-step: 10 must be in 1..9"),
+        (["--checkpoint-every", "0"], "--checkpoint-every: 0 must be positive"),
+    ],
+)
+def test_bad_train_flags_exit_2_with_one_line(args: list[str], needle: str) -> None:
+    code, out, err = _run("train", "--local", *args)
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err + out
+    assert all(line.startswith("error: ") for line in err.strip().splitlines())
+
+
+def test_every_problem_is_reported() -> None:
+    code, _, err = _run("train", "--local", "--tpu", "v9-8", "--steps", "0")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 2
+
+
+def test_train_without_local_points_to_submit() -> None:
+    code, _, err = _run("train", "--steps", "5")
+    assert code == 2
+    assert "--local" in err and "raytpu submit --stack" in err
+
+
+def test_commands_import_no_heavy_modules() -> None:
+    code = (
+        "import sys, raytpu.cli; "
+        "print([m for m in ('torch', 'torch_xla', 'ray', 'numpy') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_launcher_command_line_round_trips() -> None:
+    cfg = TrainConfig(tpu="v5litepod-16", slices=2, steps=77, data="gs://b/corpus", seed=3,
+                      checkpoint_every=7, log_every=5, compile=True)
+    opts = LaunchOptions(storage_path="gs://bucket/runs", run_name="r1", max_failures=5,
+                         progress=False)
+    assert from_argv(to_argv(cfg, opts)) == (cfg, opts)
+    plain = TrainConfig()
+    assert "--compile" not in to_argv(plain, opts)
+    assert from_argv(to_argv(plain, opts))[0] == plain
+
+
+def _stack(tmp_path: Path, slices: list[dict[str, object]]) -> Path:
+    d = tmp_path / "stacks"
+    d.mkdir()
+    config = {
+        "gcp:project": "proj-1",
+        "raytpu:zone": "us-central2-b",
+        "raytpu:slices": slices,
+        "raytpu:ray": {"clusterName": "rc-test", "namespace": "ray-ns"},
+        "raytpu:storage": {"bucket": "ckpt-bucket"},
+    }
+    (d / "Pulumi.t1.yaml").write_text(yaml.safe_dump({"config": config}))
+    return d
+
+
+def test_submit_dry_run_prints_the_submission(tmp_path: Path) -> None:
+    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16", "count": 2}])
+    code, out, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run",
+                          "--steps", "300", "--data", "gs://corpus/text", "--run-name", "exp1")
+    assert code == 0, err
+    sub = json.loads(out)
+    argv = shlex.split(sub["entrypoint"])
+    assert argv[:3] == ["python", "-m", "raytpu.workloads.launcher"]
+    cfg, opts = from_argv(argv[3:])
+    assert (cfg.tpu, cfg.slices, cfg.steps, cfg.data) == ("v4-16", 2, 300, "gs://corpus/text")
+    assert opts.storage_path == "gs://ckpt-bucket/runs" and opts.run_name == "exp1"
+    assert sub["runtime_env"]["env_vars"]["PJRT_DEVICE"] == "TPU"
+    assert sub["address"] == "http://127.0.0.1:8265"
+    assert "kubectl port-forward svc/rc-test-head-svc 8265:8265 -n ray-ns" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--stack", "nope"], "--stack: 'nope' has no"),
+        (["--stack", "t1", "--slices", "3"], "--slices: 3 is outside 1..2"),
+        (["--stack", "t1", "--slice-group", "v5"], "--slice-group: 'v5' is not a slice"),
+        (["--stack", "t1", "--steps", "0"], "--steps: 0 must be positive"),
+    ],
+)
+def test_submit_bad_flags(tmp_path: Path, args: list[str], needle: str) -> None:
+    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16", "count": 2}])
+    code, _, err = _run("submit", "--stacks-dir", str(stacks), "--dry-run", *args)
+    assert code == 2
+    assert needle in err and "Traceback" not in err
+
+
+def test_submit_reports_an_invalid_stack(tmp_path: Path) -> None:
+    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v9-16", "count": 1}])
+    code, _, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run")
+    assert code == 2
+    assert "raytpu:slices[0].tpu" in err
+
+
+def test_submit_unreachable_cluster_is_exit_1(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16", "count": 1}])
+    code, _, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks),
+                        "--address", "http://127.0.0.1:9")
+    assert code == 1
+    assert "cannot submit to http://127.0.0.1:9" in err and "kubectl port-forward" in err
+

@@ -1,0 +1,167 @@
+"""The trainer's settings as plain dataclasses: no torch or ray here.
+
+The CLI builds them from flags, the launcher ships them to every host as a dict
+(``train_loop_config`` must be plain data) and the trainer rebuilds them there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+VOCAB_SIZE = 256  # byte-level tokens: no tokenizer, nothing to download
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only transformer. The defaults train visibly in ~50 steps on 2 CPU cores."""
+
+    n_layers: int = 2
+    d_model: int = 128
+    n_heads: int = 4
+    seq_len: int = 128
+    vocab_size: int = VOCAB_SIZE
+
+    def __post_init__(self) -> None:
+        for name in ("n_layers", "d_model", "n_heads", "seq_len", "vocab_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model {self.d_model} must be a multiple of n_heads {self.n_heads}"
+            )
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """AdamW with linear warmup then cosine decay to ``min_lr_ratio * lr``."""
+
+    lr: float = 3e-3
+    warmup_steps: int = 10
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run, as every host sees it."""
+
+    tpu: str = "v4-16"
+    slices: int = 1
+    steps: int = 50
+    batch_per_host: int = 8
+    seed: int = 0
+    data: str | None = None
+    """Folder, file or ``gs://`` prefix of text files; None = this Python's stdlib sources."""
+    checkpoint_every: int = 10
+    log_every: int = 1
+    """On TPU, losses are fetched to the host in groups of this many steps."""
+    compile: bool = False
+    """Trace forward/backward once with ``torch.compile(backend="openxla")`` (dynamo)
+    instead of re-tracing the lazy graph every step. Checked on XLA:CPU only."""
+    fail_host_at_step: int | None = None
+    """Local rehearsal only: hold every host after this step (first attempt) until killed."""
+    hold_timeout_s: float = 120.0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
+        raw = dict(raw)
+        model = ModelConfig(**raw.pop("model", {}))
+        optim = OptimConfig(**raw.pop("optim", {}))
+        return cls(model=model, optim=optim, **raw)
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How the launcher runs a :class:`TrainConfig` (not seen by the hosts)."""
+
+    storage_path: str
+    run_name: str = "train"
+    max_failures: int = 3
+    metrics_out: str | None = None
+    progress: bool = True
+
+
+# (flag, TrainConfig path, type): the launcher's command line, shared by `raytpu submit`
+# (which writes it) and `python -m raytpu.workloads.launcher` (which parses it).
+_FLAGS: tuple[tuple[str, str, type], ...] = (
+    ("--tpu", "tpu", str),
+    ("--slices", "slices", int),
+    ("--steps", "steps", int),
+    ("--batch-per-host", "batch_per_host", int),
+    ("--seed", "seed", int),
+    ("--data", "data", str),
+    ("--checkpoint-every", "checkpoint_every", int),
+    ("--log-every", "log_every", int),
+    ("--compile", "compile", bool),
+    ("--n-layers", "model.n_layers", int),
+    ("--d-model", "model.d_model", int),
+    ("--n-heads", "model.n_heads", int),
+    ("--seq-len", "model.seq_len", int),
+    ("--lr", "optim.lr", float),
+    ("--warmup-steps", "optim.warmup_steps", int),
+)
+
+
+def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
+    """The launcher command line that reproduces ``cfg`` and ``opts``."""
+    flat = cfg.to_dict()
+    argv: list[str] = []
+    for flag, path, _ in _FLAGS:
+        value: Any = flat
+        for part in path.split("."):
+            value = value[part]
+        if isinstance(value, bool):
+            argv += [flag] if value else []
+        elif value is not None:
+            argv += [flag, str(value)]
+    argv += ["--storage-path", opts.storage_path, "--run-name", opts.run_name,
+             "--max-failures", str(opts.max_failures)]
+    if opts.metrics_out:
+        argv += ["--metrics-out", opts.metrics_out]
+    if not opts.progress:
+        argv.append("--no-progress")
+    return argv
+
+
+def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
+    """Parse the launcher command line (see :func:`to_argv`)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m raytpu.workloads.launcher")
+    for flag, path, kind in _FLAGS:
+        if kind is bool:
+            parser.add_argument(flag, dest=path, action="store_true", default=None)
+        else:
+            parser.add_argument(flag, dest=path, type=kind)
+    parser.add_argument("--storage-path", required=True)
+    parser.add_argument("--run-name", default=LaunchOptions.run_name)
+    parser.add_argument("--max-failures", type=int, default=LaunchOptions.max_failures)
+    parser.add_argument("--metrics-out")
+    parser.add_argument("--no-progress", action="store_true")
+    ns = vars(parser.parse_args(argv))
+    sections: dict[str, dict[str, Any]] = {"": {}, "model": {}, "optim": {}}
+    for _, path, _ in _FLAGS:
+        if ns[path] is not None:
+            section, _, name = path.rpartition(".")
+            sections[section][name] = ns[path]
+    cfg = TrainConfig.from_dict(
+        {**sections[""], "model": sections["model"], "optim": sections["optim"]}
+    )
+    opts = LaunchOptions(
+        storage_path=ns["storage_path"],
+        run_name=ns["run_name"],
+        max_failures=ns["max_failures"],
+        metrics_out=ns["metrics_out"],
+        progress=not ns["no_progress"],
+    )
+    return cfg, opts

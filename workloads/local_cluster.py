@@ -1,0 +1,430 @@
+"""A local Ray cluster whose nodes look to Ray exactly like the hosts of TPU slices.
+
+One CPU-only head node (as on KubeRay, where the head pod has no TPU) plus one
+``ray start`` node per simulated TPU host, each with ``--resources '{"TPU": chips_per_vm}'``
+and the four variables Ray's TPU manager reads (``TPU_NAME``, ``TPU_WORKER_ID``,
+``TPU_ACCELERATOR_TYPE``, ``TPU_TOPOLOGY``); without any one of them Ray queries the GCE
+metadata server, with no timeout. Ray then advertises what a real slice does: the
+``TPU-<type>-head`` resource on worker 0, the slice-name resource and ``ray.io/tpu-*``
+labels (shared/ref/notes/ray-torchxla.md §4.1).
+
+Every node is started in its own session, so its process group holds everything it
+spawned (raylet, agents, workers): killing that group is a host's preemption, and
+stopping the cluster kills only those groups, never ``ray stop`` (machine-wide).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from raytpu.catalog import SliceShape
+
+OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's floor is 75 MiB; the trainer moves no objects
+NODE_START_TIMEOUT_S = 60.0
+
+
+class LocalClusterError(RuntimeError):
+    """A simulated node did not come up, or the cluster could not be stopped."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ray_cli() -> str:
+    """The ``ray`` script of this interpreter's environment (not whatever is on PATH)."""
+    here = Path(sys.executable).parent / "ray"
+    return str(here) if here.exists() else (shutil.which("ray") or "ray")
+
+
+@dataclass
+class SimHost:
+    """One simulated TPU VM: a Ray node in its own process group."""
+
+    slice_index: int
+    worker_id: int
+    slice_name: str
+    env: dict[str, str]
+    pgid: int | None = None
+    restarts: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.slice_name}-w{self.worker_id}"
+
+
+@dataclass
+class LocalSlices:
+    """``num_slices`` simulated slices of ``shape`` on this machine, plus a CPU head node.
+
+    Use as a context manager; it connects this process as the Ray driver (``ray.init``)
+    and on exit disconnects and kills every process it started, SIGKILL for those
+    that ignore SIGTERM (Ray's agents do).
+    """
+
+    shape: SliceShape
+    num_slices: int = 1
+    scratch: Path | None = None
+    cpus_per_host: int = 1
+    extra_env: dict[str, str] = field(default_factory=dict)
+    hosts: list[SimHost] = field(default_factory=list, init=False)
+    _head_pgid: int | None = field(default=None, init=False)
+    _owns_scratch: bool = field(default=False, init=False)
+    _port: int = field(default=0, init=False)
+    _saved_env: dict[str, str | None] = field(default_factory=dict, init=False)
+    _mark: str = field(default_factory=lambda: uuid.uuid4().hex, init=False)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def __enter__(self) -> LocalSlices:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self._port}"
+
+    @property
+    def temp_dir(self) -> Path:
+        assert self.scratch is not None
+        return self.scratch / "ray"
+
+    def _base_env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "TPU_"))}
+        env.update(
+            RAY_TMPDIR=str(self.temp_dir),
+            RAY_USAGE_STATS_ENABLED="0",
+            PJRT_DEVICE="CPU",
+            # Processes share the cores: one intra-op thread each (notes §2.3: 21 -> 52 steps/s).
+            OMP_NUM_THREADS="1",
+            # Notice a killed host in ~3 s instead of Ray's default of ~30 s.
+            RAY_health_check_period_ms="1000",
+            RAY_health_check_timeout_ms="1000",
+            RAY_health_check_failure_threshold="3",
+            # Nobody scrapes a simulation's Prometheus metrics; exporting them costs every
+            # Ray process CPU that the simulated hosts' training shares.
+            RAY_enable_metrics_collection="0",
+            # Inherited by every process a node starts: Ray starts some workers in process
+            # groups of their own, so teardown also finds processes by this mark.
+            RAYTPU_SIM_CLUSTER=self._mark,
+        )
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> None:
+        import ray
+
+        if self.scratch is None:
+            # Short path: Ray's unix sockets live under it (108-byte limit).
+            self.scratch = Path(tempfile.mkdtemp(prefix="rtpu-"))
+            self._owns_scratch = True
+        self.temp_dir.mkdir(parents=True, exist_ok=True)
+        self._port = _free_port()
+        head_env = dict(self._base_env(), RAYTPU_SIM_NODE="head")
+        self._head_pgid = self._ray_start(
+            "head",
+            [
+                "--head",
+                f"--port={self._port}",
+                # The dashboard serves the state API Ray Train's placement-group cleaner polls.
+                "--include-dashboard=true",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={_free_port()}",
+                f"--ray-client-server-port={_free_port()}",
+                f"--dashboard-agent-listen-port={_free_port()}",
+                "--num-cpus=1",
+                "--resources={}",
+            ],
+            head_env,
+        )
+        for s in range(self.num_slices):
+            slice_name = f"sim-{self.shape.accelerator_type}-s{s}"
+            for w in range(self.shape.hosts):
+                env = dict(
+                    self._base_env(),
+                    TPU_NAME=slice_name,
+                    TPU_WORKER_ID=str(w),
+                    TPU_ACCELERATOR_TYPE=self.shape.accelerator_type,
+                    TPU_TOPOLOGY=self.shape.topology,
+                )
+                self.hosts.append(SimHost(s, w, slice_name, env))
+        for host in self.hosts:
+            self._start_host(host)
+        driver_env = {
+            "RAY_TMPDIR": str(self.temp_dir),  # the driver keeps its files in the scratch too
+            "RAY_USAGE_STATS_ENABLED": "0",
+            # Nothing drains a simulated node: Ray Train's preemption watcher actor
+            # (~120 MB) would have nothing to watch.
+            "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0",
+            "RAY_TRAIN_METRICS_ENABLED": "0",
+            "RAY_enable_metrics_collection": "0",
+        }
+        for key, value in driver_env.items():
+            self._saved_env[key] = os.environ.get(key)
+            os.environ[key] = value
+        ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=True)
+        self.wait_for_hosts(len(self.hosts))
+
+    def _ray_start(self, name: str, args: list[str], env: dict[str, str]) -> int:
+        assert self.scratch is not None
+        log = self.scratch / f"ray-start-{name}.log"
+        common = [
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+            f"--temp-dir={self.temp_dir}",
+            "--disable-usage-stats",
+        ]
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                [_ray_cli(), "start", *args, *common],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: everything it spawns
+            )
+        try:
+            rc = proc.wait(timeout=NODE_START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid, signal.SIGKILL)
+            raise LocalClusterError(f"`ray start` for {name} timed out; see {log}") from None
+        if rc != 0:
+            _kill_group(proc.pid, signal.SIGKILL)
+            tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+            raise LocalClusterError(f"`ray start` for {name} failed ({rc}): {' | '.join(tail)}")
+        return proc.pid  # the session leader's pid is the group id
+
+    def _start_host(self, host: SimHost) -> None:
+        # Started one at a time: raylets on one machine starting together race for ports.
+        env = dict(host.env, RAYTPU_SIM_NODE=self._node_mark(host))
+        host.pgid = self._ray_start(
+            host.name,
+            [
+                f"--address={self.address}",
+                f"--num-cpus={self.cpus_per_host}",
+                f"--resources={json.dumps({'TPU': self.shape.chips_per_vm})}",
+                f"--node-name={host.name}",
+                # Explicit: the defaults are fixed ports other clusters on this machine use.
+                f"--dashboard-agent-listen-port={_free_port()}",
+                "--include-log-monitor=false",  # the head's monitor reads the shared logs dir
+            ],
+            env,
+        )
+
+    @staticmethod
+    def _node_mark(host: SimHost) -> str:
+        return f"{host.name}#{host.restarts}"
+
+    def tpu_nodes_alive(self) -> int:
+        import ray
+
+        return sum(1 for n in ray.nodes() if n["Alive"] and n["Resources"].get("TPU"))
+
+    def wait_for_hosts(self, count: int, timeout_s: float = NODE_START_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.tpu_nodes_alive() != count:
+            if time.monotonic() > deadline:
+                raise LocalClusterError(
+                    f"{self.tpu_nodes_alive()} simulated TPU hosts alive after {timeout_s:.0f}s, "
+                    f"expected {count}"
+                )
+            time.sleep(0.2)
+
+    # -- preemption rehearsal ----------------------------------------------------------
+
+    def host(self, slice_index: int, worker_id: int) -> SimHost:
+        for h in self.hosts:
+            if (h.slice_index, h.worker_id) == (slice_index, worker_id):
+                return h
+        raise KeyError((slice_index, worker_id))
+
+    def kill_host(self, host: SimHost) -> None:
+        """SIGKILL the host's whole node (raylet, agents, its training worker)."""
+        members = _marked(
+            {"RAYTPU_SIM_CLUSTER": self._mark, "RAYTPU_SIM_NODE": self._node_mark(host)}
+        )
+        if host.pgid is not None:
+            _kill_group(host.pgid, signal.SIGKILL)
+        _kill_pids(members, signal.SIGKILL)
+        if host.pgid is not None:
+            _wait_group_gone(host.pgid, 10.0)
+        _wait_pids_gone(members, 10.0)
+        host.pgid = None
+
+    def replace_host(self, host: SimHost) -> None:
+        """Bring up a new node with the same TPU identity, as GKE recreates a TPU VM."""
+        expected = len(self.hosts)
+        # Ray must first declare the old node dead, or both count as alive.
+        self.wait_for_hosts(expected - 1, timeout_s=30.0)
+        host.restarts += 1
+        self._start_host(host)
+        self.wait_for_hosts(expected)
+
+    def processes(self) -> list[int]:
+        """Every live process of the cluster: the nodes' groups plus marked strays."""
+        pids = set(_marked({"RAYTPU_SIM_CLUSTER": self._mark}))
+        for g in self._groups():
+            pids.update(_group_members(g))
+        return sorted(pids)
+
+    def memory_pss_bytes(self) -> int:
+        """Proportional set size of the whole cluster (shared libraries counted once)."""
+        psutil = _psutil()
+        total = 0
+        for pid in self.processes():
+            with contextlib.suppress(psutil.Error):
+                total += psutil.Process(pid).memory_full_info().pss
+        return total
+
+    # -- teardown ----------------------------------------------------------------------
+
+    def _groups(self) -> list[int]:
+        groups = [h.pgid for h in self.hosts if h.pgid is not None]
+        if self._head_pgid is not None:
+            groups.append(self._head_pgid)
+        return groups
+
+    def stop(self) -> None:
+        import ray
+
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        groups = self._groups()
+        marked = {"RAYTPU_SIM_CLUSTER": self._mark}
+        for g in groups:
+            _kill_group(g, signal.SIGTERM)
+        _kill_pids(_marked(marked), signal.SIGTERM)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and (
+            any(_group_alive(g) for g in groups) or _marked(marked)
+        ):
+            time.sleep(0.1)
+        for g in groups:
+            _kill_group(g, signal.SIGKILL)  # agents ignore SIGTERM
+        left = _marked(marked)
+        _kill_pids(left, signal.SIGKILL)
+        for g in groups:
+            _wait_group_gone(g, 10.0)
+        _wait_pids_gone(left, 10.0)
+        for h in self.hosts:
+            h.pgid = None
+        self._head_pgid = None
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self._saved_env.clear()
+        if self._owns_scratch and self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _psutil() -> Any:
+    """Ray vendors psutil (ray/thirdparty_files) and puts it on sys.path when imported."""
+    import ray  # noqa: F401
+
+    return importlib.import_module("psutil")
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
+    psutil = _psutil()
+    out = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return out
+
+
+def _marked(marks: dict[str, str]) -> list[int]:
+    """Live processes whose environment carries every ``marks`` item."""
+    psutil = _psutil()
+
+    out = []
+    for proc in psutil.process_iter(["status"]):
+        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            env = proc.environ()
+        except psutil.Error:
+            continue
+        if all(env.get(k) == v for k, v in marks.items()):
+            out.append(proc.pid)
+    return out
+
+
+def _kill_pids(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _wait_pids_gone(pids: list[int], timeout_s: float) -> None:
+    psutil = _psutil()
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                continue
+        if not alive:
+            return
+        if time.monotonic() > deadline:
+            raise LocalClusterError(f"processes {alive} survived SIGKILL")
+        time.sleep(0.05)
+
+
+def _group_alive(pgid: int) -> bool:
+    return bool(_group_members(pgid))
+
+
+def _kill_group(pgid: int, sig: signal.Signals) -> None:
+    if pgid == os.getpgid(0):
+        raise LocalClusterError("refusing to signal this process's own group")
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _group_alive(pgid):
+        if time.monotonic() > deadline:
+            left = _group_members(pgid)
+            raise LocalClusterError(f"processes {left} of group {pgid} survived SIGKILL")
+        time.sleep(0.05)
+

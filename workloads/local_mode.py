@@ -1,0 +1,143 @@
+"""``raytpu train --local``: the cluster launcher, unchanged, on simulated slices.
+
+Adds the preemption rehearsal: when the driver sees step K, one simulated host's node is
+SIGKILLed (its whole process group, as a reclaimed TPU VM disappears) and a new node
+with the same TPU identity is started, as GKE recreates the VM. Ray Train notices the
+lost worker, restarts the worker group on the restored slice and resumes from the
+last checkpoint; the metrics mark the steps that were done twice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raytpu.catalog import slice_shape
+
+from .config import LaunchOptions, TrainConfig
+from .local_cluster import LocalSlices, SimHost
+from .metrics import MetricsWriter
+
+
+@dataclass
+class HostKiller:
+    """Kills and replaces one simulated host once every host holds after ``at_step``.
+
+    The hosts announce the hold only after Ray has registered their last checkpoint, so
+    the steps retrained do not depend on timing.
+    """
+
+    cluster: LocalSlices
+    host: SimHost
+    at_step: int
+    writer: MetricsWriter
+    killed_at: float | None = None
+    replaced_at: float | None = None
+    resumed_at: float | None = None
+    killed_attempt: int | None = None
+    error: BaseException | None = None
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    def __call__(self, records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+        for event in events:
+            if (
+                self.killed_attempt is None
+                and event.get("kind") == "holding"
+                and event.get("step") == self.at_step
+            ):
+                self.killed_attempt = int(event["attempt"])
+                self._thread = threading.Thread(target=self._kill_and_replace, daemon=True)
+                self._thread.start()
+        for rec in records:
+            if (
+                self.killed_attempt is not None
+                and self.resumed_at is None
+                and rec["attempt"] > self.killed_attempt
+            ):
+                self.resumed_at = rec["time"]
+                assert self.killed_at is not None
+                self.writer.note(
+                    f"resumed at step {rec['step']} (attempt {rec['attempt']}), "
+                    f"{self.resumed_at - self.killed_at:.1f}s after the kill"
+                )
+
+    def _kill_and_replace(self) -> None:
+        try:
+            self.writer.note(f"step {self.at_step}: killing simulated host {self.host.name}")
+            self.killed_at = time.time()
+            self.cluster.kill_host(self.host)
+            self.cluster.replace_host(self.host)
+            self.replaced_at = time.time()
+            self.writer.note(
+                f"replacement {self.host.name} up after {self.replaced_at - self.killed_at:.1f}s"
+            )
+        except BaseException as e:  # reported by run_local
+            self.error = e
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+
+
+@dataclass
+class LocalRunReport:
+    """What a local run did, for the CLI summary, the tests and the benchmark."""
+
+    records: list[dict[str, Any]]
+    attempts: int
+    last_step: int
+    wall_s: float
+    killed_at: float | None = None
+    replaced_at: float | None = None
+    resumed_at: float | None = None
+
+    @property
+    def kill_to_resume_s(self) -> float | None:
+        if self.killed_at is None or self.resumed_at is None:
+            return None
+        return self.resumed_at - self.killed_at
+
+
+def run_local(
+    cfg: TrainConfig,
+    opts: LaunchOptions,
+    *,
+    scratch: Path | None = None,
+) -> LocalRunReport:
+    """Start simulated slices, run the launcher on them, stop every process started."""
+    from .launcher import launch
+
+    shape = slice_shape(cfg.tpu)
+    writer = MetricsWriter(
+        Path(opts.metrics_out) if opts.metrics_out else None, cfg.steps, opts.progress
+    )
+    killer: HostKiller | None = None
+    try:
+        with LocalSlices(shape, cfg.slices, scratch=scratch) as cluster:
+            writer.note(
+                f"local cluster: {cfg.slices} x {shape.accelerator_type} simulated "
+                f"({shape.hosts} host(s) x {shape.chips_per_vm} chips per slice), "
+                f"Ray at {cluster.address}"
+            )
+            if cfg.fail_host_at_step is not None:
+                # The last host: not worker 0, so the slice's head resource survives too.
+                killer = HostKiller(cluster, cluster.hosts[-1], cfg.fail_host_at_step, writer)
+            result = launch(cfg, opts, on_progress=killer, writer=writer)
+            if killer is not None:
+                killer.join()
+                if killer.error is not None:
+                    raise killer.error
+    finally:
+        writer.close()
+    return LocalRunReport(
+        records=result.records,
+        attempts=result.attempts,
+        last_step=result.last_step,
+        wall_s=result.wall_s,
+        killed_at=killer.killed_at if killer else None,
+        replaced_at=killer.replaced_at if killer else None,
+        resumed_at=killer.resumed_at if killer else None,
+    )

@@ -1,0 +1,138 @@
+"""``raytpu submit``: the trainer as a Ray job on a stack's RayCluster.
+
+The submission is built from the stack's validated config (TPU shape, slices, bucket)
+and is plain data, so ``--dry-run`` prints it without contacting anything. The job's
+entrypoint is the launcher; the image (workloads/Dockerfile) already holds this package,
+so the runtime environment only carries environment variables.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .commands import BadFlags, build_config
+from .config import LaunchOptions, to_argv
+
+
+class SubmitError(RuntimeError):
+    """The Job Submission API could not be reached or refused the job."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    address: str
+    entrypoint: str
+    runtime_env: dict[str, Any]
+    metadata: dict[str, str]
+    cluster_name: str
+    namespace: str
+    storage_path: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def port_forward_hint(self) -> str:
+        return (
+            "reach the Ray dashboard with: kubectl port-forward "
+            f"svc/{self.cluster_name}-head-svc 8265:8265 -n {self.namespace}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "address": self.address,
+            "entrypoint": self.entrypoint,
+            "runtime_env": self.runtime_env,
+            "metadata": self.metadata,
+            "storage_path": self.storage_path,
+            **self.extra,
+        }
+
+
+def load_stack(stack: str, stacks_dir: Path) -> Any:
+    """The stack's validated config (``raytpu.config.StackConfig``)."""
+    import yaml
+    from raytpu.config import ConfigError, parse_stack_config
+
+    path = stacks_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        raise BadFlags([f"--stack: {stack!r} has no {path}"])
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise BadFlags([f"--stack: {path} is not valid YAML: {e}"]) from None
+    try:
+        return parse_stack_config(stack, raw.get("config") or {})
+    except ConfigError as e:
+        raise BadFlags([f"{path}: {p}" for p in e.problems]) from None
+
+
+def build_submission(
+    *,
+    stack: str,
+    stacks_dir: Path,
+    slice_group: str | None,
+    slices: int | None,
+    address: str,
+    run_name: str,
+    max_failures: int,
+    trainer: dict[str, Any],
+) -> Submission:
+    """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`."""
+    cfg = load_stack(stack, stacks_dir)
+    groups = {s.name: s for s in cfg.slices}
+    if slice_group is None:
+        group = cfg.slices[0]
+    elif slice_group in groups:
+        group = groups[slice_group]
+    else:
+        raise BadFlags([f"--slice-group: {slice_group!r} is not a slice of stack {stack!r}; "
+                        f"valid: {', '.join(groups)}"])
+    n_slices = group.initial_slices if slices is None else slices
+    if not 1 <= n_slices <= group.max_slices:
+        raise BadFlags([f"--slices: {n_slices} is outside 1..{group.max_slices} "
+                        f"(raytpu:slices entry {group.name!r})"])
+    if max_failures < 0:
+        raise BadFlags([f"--max-failures: {max_failures} must not be negative"])
+    train_cfg = build_config(
+        tpu=group.shape.accelerator_type, slices=n_slices, check_data=False, **trainer
+    )
+    storage_path = f"gs://{cfg.bucket_name}/runs"
+    opts = LaunchOptions(
+        storage_path=storage_path, run_name=run_name, max_failures=max_failures,
+        progress=False,  # job logs are not a terminal
+    )
+    entrypoint = shlex.join(
+        ["python", "-m", "raytpu.workloads.launcher", *to_argv(train_cfg, opts)]
+    )
+    return Submission(
+        address=address,
+        entrypoint=entrypoint,
+        runtime_env={"env_vars": {"PJRT_DEVICE": "TPU", "RAY_TRAIN_V2_ENABLED": "1"}},
+        metadata={"stack": stack, "run_name": run_name, "tpu": group.shape.accelerator_type,
+                  "slices": str(n_slices)},
+        cluster_name=cfg.ray.cluster_name,
+        namespace=cfg.ray.namespace,
+        storage_path=storage_path,
+        extra={"image": cfg.image, "topology": group.shape.topology,
+               "hosts_per_slice": group.shape.hosts},
+    )
+
+
+def send_submission(sub: Submission) -> str:
+    """Submit through the Job Submission API; returns the job id."""
+    try:
+        from ray.job_submission import JobSubmissionClient
+    except ImportError as e:
+        raise SubmitError(f"ray is not installed (pip install 'raytpu[workloads]'): {e}") from None
+    try:
+        client = JobSubmissionClient(sub.address)
+        job_id: str = client.submit_job(
+            entrypoint=sub.entrypoint, runtime_env=sub.runtime_env, metadata=sub.metadata
+        )
+    except Exception as e:  # connection refused, HTTP errors: one line, with the fix
+        raise SubmitError(
+            f"cannot submit to {sub.address}: {type(e).__name__}: {e}. {sub.port_forward_hint}"
+        ) from None
+    return job_id

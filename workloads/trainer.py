@@ -1,0 +1,339 @@
+"""The training loop every host runs, independent of how it was launched.
+
+The launcher (Ray) or a test/benchmark supplies :class:`Hooks` for what differs:
+numbering attempts, restoring and saving checkpoints, publishing step metrics. The
+:class:`~raytpu.workloads.parallel.Parallelism` supplies the device and the gradient
+sync. One step is: batch to device, forward, backward, grad sync, clip, AdamW,
+``torch_xla.sync()`` once. On TPU no value leaves the device in the hot loop: losses are
+fetched every ``log_every`` steps by an asynchronous step closure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from .config import TrainConfig
+from .data import ShardedBatches, load_corpus
+from .metrics import MfuBasis, step_record
+from .model import ByteLM
+from .optim import build_optimizer, lr_at, materialize_state, set_lr
+from .parallel import Parallelism
+
+STATE_FILE = "state.pt"
+META_FILE = "meta.json"
+
+
+class Hooks(Protocol):
+    """What the launcher provides to the loop."""
+
+    def begin_attempt(self) -> tuple[int, bool]:
+        """(attempt number, whether it is the first attempt of this invocation)."""
+        ...
+
+    def restore(self) -> dict[str, Any] | None:
+        """The latest checkpoint's state (model, optim, step), or None to start fresh."""
+        ...
+
+    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
+        """Collective: every host calls it; only the rank that saves passes ``state``."""
+        ...
+
+    def publish(self, records: list[dict[str, Any]]) -> None:
+        """Step records from the reporting rank (fire and forget)."""
+        ...
+
+    def flush(self) -> None:
+        """Wait until every published record has arrived."""
+        ...
+
+    def settle(self) -> None:
+        """Wait until every saved checkpoint is registered (resumable), not just written."""
+        ...
+
+    def holding(self, step: int) -> None:
+        """Rehearsal: tell the launcher every host now waits, after ``step``, to be killed."""
+        ...
+
+
+def write_checkpoint(directory: Path, state: dict[str, Any]) -> None:
+    torch.save(state, directory / STATE_FILE)
+    (directory / META_FILE).write_text(json.dumps({"step": state["step"]}))
+
+
+def read_checkpoint(directory: Path) -> dict[str, Any]:
+    state: dict[str, Any] = torch.load(directory / STATE_FILE, map_location="cpu")
+    return state
+
+
+def _to_cpu(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_to_cpu(v) for v in obj]
+    return obj
+
+
+@dataclass
+class InProcessHooks:
+    """Hooks without Ray: checkpoints in a local folder, records kept in memory.
+
+    For tests and the benchmark's no-Ray baselines; ``rank`` 0 saves and keeps records.
+    """
+
+    checkpoint_dir: Path | None = None
+    rank: int = 0
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def begin_attempt(self) -> tuple[int, bool]:
+        return 1, True
+
+    def _latest(self) -> Path | None:
+        if self.checkpoint_dir is None or not self.checkpoint_dir.is_dir():
+            return None
+        done = sorted(self.checkpoint_dir.glob("step_*/" + META_FILE))
+        return done[-1].parent if done else None
+
+    def restore(self) -> dict[str, Any] | None:
+        latest = self._latest()
+        return read_checkpoint(latest) if latest else None
+
+    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
+        if state is None or self.checkpoint_dir is None:
+            return
+        target = self.checkpoint_dir / f"step_{step:08d}"
+        target.mkdir(parents=True, exist_ok=True)
+        write_checkpoint(target, state)
+
+    def publish(self, records: list[dict[str, Any]]) -> None:
+        self.records.extend(records)
+
+    def flush(self) -> None:
+        pass
+
+    def settle(self) -> None:
+        pass  # save() wrote the checkpoint synchronously
+
+    def holding(self, step: int) -> None:
+        pass  # nothing kills an in-process run: the hold times out
+
+
+class StepLogger:
+    """Turns per-step losses into records without stalling the device.
+
+    A loss that is already a float (the CPU gloo path has it on the host) is recorded at
+    once. A device tensor is buffered; every ``log_every`` steps the buffer is stacked and
+    read by an asynchronous ``xm.add_step_closure`` after the step's graph has run, and
+    the window's wall time is split evenly over its steps. Every host builds the same
+    stack op (an SPMD program must be identical on all hosts); only ``report`` publishes.
+    """
+
+    def __init__(
+        self,
+        hooks: Hooks,
+        *,
+        report: bool,
+        attempt: int,
+        tokens_per_step: int,
+        basis: MfuBasis,
+        log_every: int,
+    ) -> None:
+        self._hooks = hooks
+        self._report = report
+        self._attempt = attempt
+        self._tokens = tokens_per_step
+        self._basis = basis
+        self._log_every = max(1, log_every)
+        self._last = time.perf_counter()
+        self._window: list[tuple[int, float, torch.Tensor]] = []
+        self._outstanding = 0  # async closures not yet run
+        self._done = threading.Condition()
+
+    def _emit(self, steps: list[tuple[int, float]], losses: list[float]) -> None:
+        now = time.perf_counter()
+        per_step = (now - self._last) / len(steps)
+        self._last = now
+        if not self._report:
+            return
+        records = [
+            step_record(
+                step=s, loss=loss, tokens=self._tokens, step_time_s=per_step, lr=lr,
+                attempt=self._attempt, basis=self._basis,
+            )
+            for (s, lr), loss in zip(steps, losses, strict=True)
+        ]
+        self._hooks.publish(records)
+
+    def step_done(self, step: int, lr: float, loss: float | torch.Tensor) -> None:
+        """Call before the step's ``mark_step`` so a closure rides on that execution."""
+        if isinstance(loss, float):
+            self._emit([(step, lr)], [loss])
+            return
+        self._window.append((step, lr, loss.detach()))
+        if len(self._window) >= self._log_every:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        import torch_xla.core.xla_model as xm
+
+        window, self._window = self._window, []
+        stacked = torch.stack([t for _, _, t in window])
+
+        def fetch(values: torch.Tensor) -> None:
+            try:
+                self._emit([(s, lr) for s, lr, _ in window], values.cpu().tolist())
+            finally:
+                with self._done:
+                    self._outstanding -= 1
+                    self._done.notify_all()
+
+        with self._done:
+            self._outstanding += 1
+        xm.add_step_closure(fetch, args=(stacked,), run_async=True)
+
+    def flush(self, par: Parallelism) -> None:
+        """Record any buffered losses now (end of run, or before a rehearsed host kill)."""
+        if self._window:
+            self._schedule()
+            par.mark_step()
+        par.wait()
+        with self._done:
+            if not self._done.wait_for(lambda: self._outstanding == 0, timeout=300):
+                raise RuntimeError("step closures did not finish within 300 s")
+        if self._report:
+            self._hooks.flush()
+
+
+@dataclass(frozen=True)
+class HostPlace:
+    """Where this process trains: its data shard and whether it reports metrics."""
+
+    data_index: int
+    num_hosts: int
+    rank: int
+
+
+@dataclass(frozen=True)
+class TrainSummary:
+    first_step: int
+    last_step: int
+    attempt: int
+    wall_s: float
+    model: torch.nn.Module = field(repr=False)
+
+
+def _hold(timeout_s: float) -> None:
+    """Rehearsal of a preemption: wait to be killed with the rest of this host."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+    raise RuntimeError(f"held {timeout_s:.0f}s for the rehearsed host kill, which never came")
+
+
+def train(
+    cfg: TrainConfig,
+    par: Parallelism,
+    hooks: Hooks,
+    place: HostPlace,
+    basis: MfuBasis,
+) -> TrainSummary:
+    """Train from the latest checkpoint (if any) to ``cfg.steps``."""
+    t0 = time.perf_counter()
+    attempt, first_attempt = hooks.begin_attempt()
+    torch.manual_seed(cfg.seed)  # same initial weights on every host
+    model = ByteLM(cfg.model)
+    state = hooks.restore()
+    start = 1
+    if state is not None:
+        model.load_state_dict(state["model"])
+        start = int(state["step"]) + 1
+    model.to(par.device)
+    optimizer = build_optimizer(model, cfg.optim)
+    if state is not None:
+        optimizer.load_state_dict(state["optim"])  # moves the moments to the device
+    materialize_state(optimizer)
+    params = list(model.parameters())
+    loss_fn = model.loss
+    if cfg.compile and par.name != "eager-cpu":
+        loss_fn = torch.compile(model.loss, backend="openxla")
+
+    corpus = load_corpus(cfg.data)
+    batches = ShardedBatches(
+        corpus, cfg.model.seq_len, cfg.batch_per_host, place.num_hosts, cfg.seed
+    )
+    logger = StepLogger(
+        hooks,
+        report=place.rank == 0,
+        attempt=attempt,
+        tokens_per_step=batches.global_batch * cfg.model.seq_len,
+        basis=basis,
+        log_every=cfg.log_every,
+    )
+    for step in range(start, cfg.steps + 1):
+        batch = par.to_device(batches.batch(step, place.data_index))
+        lr = lr_at(step, cfg.steps, cfg.optim)
+        set_lr(optimizer, lr)
+        optimizer.zero_grad(set_to_none=True)
+        with par.autocast():
+            loss = loss_fn(batch)
+        loss.backward()
+        host_loss = par.sync_grads(params, loss)
+        torch.nn.utils.clip_grad_norm_(params, cfg.optim.grad_clip)
+        optimizer.step()
+        logger.step_done(step, lr, host_loss if host_loss is not None else loss)
+        par.mark_step()
+
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+            logger.flush(par)
+            snapshot = None
+            if place.rank == 0:
+                snapshot = {
+                    "step": step,
+                    "model": _to_cpu(model.state_dict()),
+                    "optim": _to_cpu(optimizer.state_dict()),
+                }
+            hooks.save(step, snapshot, {"step": step})
+        if step == cfg.fail_host_at_step and first_attempt and step < cfg.steps:
+            # The rehearsed preemption strikes after step K with every checkpoint so far
+            # registered, so which steps get retrained does not depend on timing.
+            hooks.settle()
+            logger.flush(par)
+            hooks.holding(step)
+            _hold(cfg.hold_timeout_s)
+    logger.flush(par)
+    return TrainSummary(start, cfg.steps, attempt, time.perf_counter() - t0, model)
+
+
+def make_parallelism(num_slices: int = 1, eager: bool = False) -> Parallelism:
+    """The strategy for this process's platform (``PJRT_DEVICE``)."""
+    if eager:
+        from .parallel import EagerCpu
+
+        return EagerCpu()
+    device = os.environ.get("PJRT_DEVICE", "CPU").upper()
+    if device == "TPU":
+        import torch_xla.runtime as xr
+
+        from .parallel import SpmdDataParallel
+
+        # Persistent compile cache: a restarted worker group on the same VM skips the
+        # compile (XLA:CPU cannot deserialize its programs, so CPU runs do without).
+        cache = os.environ.get("RAYTPU_XLA_CACHE")
+        if cache:
+            xr.initialize_cache(cache)
+        return SpmdDataParallel(num_slices)
+    if device != "CPU":
+        raise RuntimeError(f"PJRT_DEVICE={device!r}: this trainer runs on TPU or CPU")
+    from .parallel import HostGlooSync
+
+    return HostGlooSync()
+
