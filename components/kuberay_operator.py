@@ -32,6 +32,7 @@ from typing import Any, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 from raytpu import versions
+from raytpu.components._options import depends_on_of
 
 Mode = Literal["helm", "gke-addon"]
 MODES: tuple[str, ...] = ("helm", "gke-addon")
@@ -160,7 +161,7 @@ class KubeRayOperator(pulumi.ComponentResource):
         self.args = args
         # Children do not inherit a component's dependsOn (neither the SDK nor the engine
         # propagates it): pass the caller's (cluster, node pools) down explicitly.
-        self._inherited = _depends_on(opts)
+        self._inherited = depends_on_of(opts)
         self.charts = {}
         self.namespaces = {}
         self.ready = []
@@ -218,13 +219,3 @@ class KubeRayOperator(pulumi.ComponentResource):
             )
         return self.namespaces[namespace]
 
-
-def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
-    deps = opts.depends_on if opts is not None else None
-    if deps is None:
-        return []
-    if isinstance(deps, pulumi.Resource):
-        return [deps]
-    if isinstance(deps, list | tuple):
-        return [d for d in deps if isinstance(d, pulumi.Resource)]
-    raise TypeError("depends_on: pass resources (a list), not an Output")

@@ -40,6 +40,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from raytpu import versions
 from raytpu.catalog import TPU_RESOURCE, SliceShape
+from raytpu.components._options import depends_on_of
 from raytpu.components.ray_resources import (
     AutoscalerOptionsArgs,
     HeadGroupSpecArgs,
@@ -273,7 +274,7 @@ class TpuRayCluster(pulumi.ComponentResource):
                             "digest: nodes may run different images", resource=self)
         # Children do not inherit a component's dependsOn: the caller's (the operator charts,
         # so that CRDs and the TPU webhook exist first) are passed down explicitly.
-        inherited = _depends_on(opts)
+        inherited = depends_on_of(opts)
         child = pulumi.ResourceOptions(parent=self, depends_on=inherited)
         labels = {"app.kubernetes.io/part-of": "raytpu", **args.labels}
 
@@ -434,16 +435,6 @@ class TpuRayCluster(pulumi.ComponentResource):
             ),
         )
 
-
-def _depends_on(opts: pulumi.ResourceOptions | None) -> list[pulumi.Resource]:
-    deps = opts.depends_on if opts is not None else None
-    if deps is None:
-        return []
-    if isinstance(deps, pulumi.Resource):
-        return [deps]
-    if isinstance(deps, list | tuple):
-        return [d for d in deps if isinstance(d, pulumi.Resource)]
-    raise TypeError("depends_on: pass resources (a list), not an Output")
 
 
 def dashboard_command(cluster_name: str, namespace: str) -> str:
