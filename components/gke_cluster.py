@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
+from raytpu.names import ACCOUNT_ID, DNS_LABEL, LOCATION
 from raytpu.versions import version_tuple
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
@@ -44,9 +44,6 @@ _FORBIDDEN_ROLES = ("roles/editor", "roles/owner")
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_ACCOUNT_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])$")
-_LOCATION = re.compile(r"^[a-z]+-[a-z]+\d+(-[a-z])?$")
 
 
 class GkeVersionError(ValueError):
@@ -145,12 +142,12 @@ class GkeClusterArgs:
     def __post_init__(self) -> None:
         if not self.project:
             raise ValueError("GkeClusterArgs.project: required")
-        if not _LOCATION.match(self.location):
+        if not LOCATION.match(self.location):
             raise ValueError(
                 f"GkeClusterArgs.location: {self.location!r} is neither a zone (us-central2-b) "
                 "nor a region (us-central2)"
             )
-        if not _DNS_LABEL.match(self.cluster_name) or len(self.cluster_name) > 40:
+        if not DNS_LABEL.match(self.cluster_name) or len(self.cluster_name) > 40:
             raise ValueError(
                 f"GkeClusterArgs.cluster_name: {self.cluster_name!r} must be a DNS label of at "
                 "most 40 characters"
@@ -190,7 +187,7 @@ class GkeClusterArgs:
                     f"GkeClusterArgs.master_authorized_networks[{i}]: {an.cidr_block!r} opens the "
                     "control plane to the whole internet"
                 )
-        if not _ACCOUNT_ID.match(self.account_id):
+        if not ACCOUNT_ID.match(self.account_id):
             raise ValueError(
                 f"GkeClusterArgs.node_service_account_id: {self.account_id!r} must be 6-30 "
                 "lowercase letters, digits or '-', starting with a letter"
@@ -202,7 +199,7 @@ class GkeClusterArgs:
                 "privilege; grant the specific roles the nodes need"
             )
         for tag in self.node_tags:
-            if not _DNS_LABEL.match(tag) or len(tag) > 63:
+            if not DNS_LABEL.match(tag) or len(tag) > 63:
                 raise ValueError(f"GkeClusterArgs.node_tags: {tag!r} is not a valid network tag")
 
 

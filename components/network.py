@@ -24,12 +24,12 @@ the bindings send exactly what ``pulumi_gcp.compute`` would.
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 import pulumi
+from raytpu.names import DNS_LABEL, REGION
 from raytpu.versions import IAP_SOURCE_RANGE, Ports
 
 # Ports the slices of a multislice job use between TPU hosts: the megascale coordinator
@@ -38,12 +38,10 @@ from raytpu.versions import IAP_SOURCE_RANGE, Ports
 MULTISLICE_PORTS: tuple[int, ...] = (Ports.MEGASCALE, 8471)
 RAY_ACCESS_PORTS: tuple[int, ...] = (Ports.RAY_DASHBOARD, Ports.RAY_CLIENT)
 
-_GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 
 
 def _check_name(what: str, value: str, max_len: int = 63) -> None:
-    if not _GCE_NAME.match(value) or len(value) > max_len:
+    if not DNS_LABEL.match(value) or len(value) > max_len:
         raise ValueError(
             f"{what}: {value!r} must be lowercase letters, digits and '-', start with a letter, "
             f"not end with '-', at most {max_len} characters"
@@ -189,7 +187,7 @@ class NetworkArgs:
     def __post_init__(self) -> None:
         if not self.project:
             raise ValueError("NetworkArgs.project: required")
-        if not _REGION.match(self.region):
+        if not REGION.match(self.region):
             raise ValueError(f"NetworkArgs.region: {self.region!r} is not a GCP region "
                              "(e.g. us-central2)")
         _check_name("NetworkArgs.node_tag", self.node_tag)

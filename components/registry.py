@@ -8,16 +8,14 @@ node service account, so kubelet can pull the image). Output: the image base URL
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
+from raytpu.names import DNS_LABEL, REGION
 
 READER_ROLE = "roles/artifactregistry.reader"
-_REPO_ID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 
 
 @dataclass(frozen=True)
@@ -43,12 +41,12 @@ class ImageRegistryArgs:
     def __post_init__(self) -> None:
         if not self.project:
             raise ValueError("ImageRegistryArgs.project: required")
-        if not _REGION.match(self.location):
+        if not REGION.match(self.location):
             raise ValueError(
                 f"ImageRegistryArgs.location: {self.location!r} is not a GCP region "
                 "(e.g. us-central2)"
             )
-        if not _REPO_ID.match(self.repository_id) or len(self.repository_id) > 63:
+        if not DNS_LABEL.match(self.repository_id) or len(self.repository_id) > 63:
             raise ValueError(
                 f"ImageRegistryArgs.repository_id: {self.repository_id!r} must be lowercase "
                 "letters, digits and '-', starting with a letter (at most 63)"

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
+from raytpu.names import ACCOUNT_ID, K8S_NAME
 
 _BUCKET = re.compile(r"^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$")
-_ACCOUNT_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])$")
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 BUCKET_ROLE = "roles/storage.objectUser"
 WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
@@ -69,11 +68,11 @@ class CheckpointStorageArgs:
         if not self.location:
             raise ValueError("CheckpointStorageArgs.location: required")
         for what, value in (("namespace", self.namespace), ("ksa_name", self.ksa_name)):
-            if not _K8S_NAME.match(value) or len(value) > 63:
+            if not K8S_NAME.match(value) or len(value) > 63:
                 raise ValueError(
                     f"CheckpointStorageArgs.{what}: {value!r} is not a Kubernetes name"
                 )
-        if not _ACCOUNT_ID.match(self.gsa_account_id):
+        if not ACCOUNT_ID.match(self.gsa_account_id):
             raise ValueError(
                 f"CheckpointStorageArgs.gsa_account_id: {self.gsa_account_id!r} must be 6-30 "
                 "lowercase letters, digits or '-', starting with a letter"

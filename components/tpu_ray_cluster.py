@@ -48,6 +48,7 @@ from raytpu.components.ray_resources import (
     RayClusterSpecArgs,
     WorkerGroupSpecArgs,
 )
+from raytpu.names import DNS_LABEL
 
 # Share of the VM a Ray worker requests: the rest is left to kubelet/system reservations and
 # the node's DaemonSets (TPU device plugin, GKE metadata server, logging).
@@ -72,7 +73,6 @@ WORKER_PORTS: tuple[tuple[str, int], ...] = (
 )
 
 MAX_NAME = 63  # DNS label: service names, host names, label values
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # KubeRay pod names: "<cluster>-<group>-worker-" + 5 random characters.
 _WORKER_POD_SUFFIX = len("-worker-") + 5
 _HEADLESS_SUFFIX = len("-headless")
@@ -155,11 +155,11 @@ def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[
     k = keys or ArgKeys()
     problems: list[str] = []
     c = args.cluster_name
-    if not _DNS_LABEL.match(c):
+    if not DNS_LABEL.match(c):
         problems.append(f"{k.cluster_name}: {c!r} must be a DNS label "
                         "(lowercase letters, digits, '-', starting with a letter)")
     for key, value in ((k.namespace, args.namespace), (k.service_account, args.service_account)):
-        if not _DNS_LABEL.match(value) or len(value) > MAX_NAME:
+        if not DNS_LABEL.match(value) or len(value) > MAX_NAME:
             problems.append(f"{key}: {value!r} must be a DNS label of at most {MAX_NAME} "
                             "characters")
     if len(c) + _HEADLESS_SUFFIX > MAX_NAME:
@@ -172,7 +172,7 @@ def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[
     for i, s in enumerate(args.slices):
         key = f"{k.slice(i)}.name"
         g = s.name
-        if not _DNS_LABEL.match(g):
+        if not DNS_LABEL.match(g):
             problems.append(f"{key}: {g!r} must be a DNS label")
         if g in seen or g == "head":
             problems.append(f"{key}: {g!r} is already used; group names must be unique "

@@ -18,13 +18,13 @@ Rules (sources in shared/ref/notes/gke-tpu.md §2):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 from raytpu.catalog import GENERATIONS, SliceShape
+from raytpu.names import DNS_LABEL, ZONE
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -32,8 +32,6 @@ RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 # tpu-provisioner both use 15).
 TPU_MAX_PODS_PER_NODE = 15
 
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,7 @@ class TpuSlicePoolArgs:
                 f"TpuSlicePoolArgs.shape: multi-host {self.shape.accelerator_type} needs "
                 f"{gen.machine_types[gen.multi_host_chips_per_vm]}, not {self.shape.machine_type}"
             )
-        m = _ZONE.match(self.zone)
+        m = ZONE.match(self.zone)
         if not m:
             raise ValueError(f"TpuSlicePoolArgs.zone: {self.zone!r} is not a GCP zone "
                              "(e.g. us-central2-b)")
@@ -143,7 +141,7 @@ class TpuSlicePoolArgs:
                 f"TpuSlicePoolArgs.max_pods_per_node: {self.max_pods_per_node} is outside 8-256"
             )
         for tag in self.node_tags:
-            if not _DNS_LABEL.match(tag) or len(tag) > 63:
+            if not DNS_LABEL.match(tag) or len(tag) > 63:
                 raise ValueError(f"TpuSlicePoolArgs.node_tags: {tag!r} is not a valid network tag")
 
     @property
@@ -186,7 +184,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             )
         pool_name = args.pool_name or name
         suffix = len(str(args.max_slices - 1)) + 1 if args.shape.multi_host else 0
-        if not _DNS_LABEL.match(pool_name) or len(pool_name) + suffix > 40:
+        if not DNS_LABEL.match(pool_name) or len(pool_name) + suffix > 40:
             raise ValueError(
                 f"TpuSlicePool {name!r}: pool name {pool_name!r} must be a DNS label short enough "
                 f"for '-<index>' within GKE's 40 characters"

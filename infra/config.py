@@ -20,9 +20,9 @@ from pydantic.alias_generators import to_camel
 
 from . import versions
 from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
+from .names import DNS_LABEL
 
 NAMESPACE = "raytpu"
-DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 class ConfigError(Exception):
