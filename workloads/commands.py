@@ -172,6 +172,14 @@ def register(app: typer.Typer) -> None:
         ] = True,
     ) -> None:
         """Train the byte-level LM; with --local, on a simulated slice of local Ray nodes."""
+        problems: list[str] = []
+        if not local:
+            problems.append(
+                "--local: not given; `raytpu train` runs on a simulated slice (--local). "
+                "To train on a stack's cluster use `raytpu submit --stack NAME`"
+            )
+        if max_failures < 0:
+            problems.append(f"--max-failures: {max_failures} must not be negative")
         try:
             cfg = build_config(
                 tpu=tpu, slices=slices, steps=steps, data=data,
@@ -181,15 +189,7 @@ def register(app: typer.Typer) -> None:
                 fail_host_at_step=fail_host_at_step,
             )
         except BadFlags as e:
-            raise _exit_bad(e.problems) from None
-        problems = []
-        if not local:
-            problems.append(
-                "--local: not given; `raytpu train` runs on a simulated slice (--local). "
-                "To train on a stack's cluster use `raytpu submit --stack NAME`"
-            )
-        if max_failures < 0:
-            problems.append(f"--max-failures: {max_failures} must not be negative")
+            problems += e.problems
         if problems:
             raise _exit_bad(problems)
 
