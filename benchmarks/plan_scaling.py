@@ -66,19 +66,6 @@ class Samples:
 # gives raytpu's own modules the same (some sandboxes set PYTHONDONTWRITEBYTECODE=1).
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-# The proposed cli.py change, for an informational row: print the plan, then leave without
-# interpreter teardown (freeing ~10^5 objects of the Pulumi SDKs takes 0.3-0.5 s).
-FAST_EXIT = (
-    "import os, sys\n"
-    "from raytpu.cli import app\n"
-    "try:\n"
-    "    app(standalone_mode=False); rc = 0\n"
-    "except SystemExit as e:\n"
-    "    rc = e.code or 0\n"
-    "sys.stdout.flush(); os._exit(rc)\n"
-)
-
-
 def measure(cmd: list[str], cwd: Path, check_stdout: str | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) of the child itself, and its stdout."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -187,7 +174,6 @@ def main() -> int:
     raytpu = raytpu_command()
     results = {n: Samples(f"raytpu plan, {n} pools") for n in SIZES}
     xpk_samples = Samples("xpk dry run, 64 slices")
-    fast = Samples("64 pools, no teardown (info)")
     xpk_error = ""
 
     with tempfile.TemporaryDirectory(prefix="raytpu-bench-") as tmp:
@@ -211,10 +197,6 @@ def main() -> int:
                                         "--stacks-dir", str(stacks)], REPO)
                 results[n].wall_s.append(wall)
                 results[n].rss_mb.append(rss)
-            wall, rss, _ = measure([sys.executable, "-c", FAST_EXIT, "plan", "--stack", "scale64",
-                                    "--json", "--stacks-dir", str(stacks)], REPO)
-            fast.wall_s.append(wall)
-            fast.rss_mb.append(rss)
             if xpk is not None:
                 wall, rss, _ = measure(xpk_command(xpk, 64), xpk_cwd)
                 xpk_samples.wall_s.append(wall)
@@ -227,7 +209,7 @@ def main() -> int:
     print(f"\nraytpu plan --json ({TPU} slices, one node pool each; {opts.repeat} runs, "
           f"fresh process per run, {os.cpu_count()} CPUs)")
     print(f"{'measurement':32s} {'median s':>9s} {'best s':>8s} {'peak RSS MB':>12s}")
-    rows = [*results.values(), fast, *([xpk_samples] if xpk_samples.wall_s else [])]
+    rows = [*results.values(), *([xpk_samples] if xpk_samples.wall_s else [])]
     for s in rows:
         print(f"{s.label:32s} {s.median:9.2f} {s.best:8.2f} {s.peak_rss:12.0f}")
 
@@ -255,8 +237,6 @@ def main() -> int:
     print()
     for text, ok in checks:
         print(f"{verdict(ok):4s}  {text}")
-    print(f"\ninfo: with the proposed cli.py fast exit, 64 pools take {fast.median:.2f} s"
-          + (f" ({fast.median / xpk_samples.median:.2f}x xpk)" if xpk_samples.wall_s else ""))
     if imports:
         print("\nimport time of the 64-slice plan by package (python -X importtime, self s):")
         for name, secs in imports:
