@@ -188,6 +188,11 @@ class StackConfig(_Model):
         return self.storage.bucket or f"{self.project}-{self.stack}-raytpu"
 
     @property
+    def checkpoint_uri(self) -> str:
+        """Where Ray Train runs keep checkpoints (Ray pods get it as RAYTPU_CHECKPOINT_URI)."""
+        return f"gs://{self.bucket_name}/runs"
+
+    @property
     def image(self) -> str:
         if self.ray.image:
             return self.ray.image

@@ -43,10 +43,6 @@ def config_keys(cfg: StackConfig) -> ArgKeys:
     )
 
 
-def checkpoint_uri(cfg: StackConfig) -> str:
-    return f"gs://{cfg.bucket_name}/runs"
-
-
 def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
     k = cfg.kuberay
     return KubeRayOperatorArgs(
@@ -83,7 +79,7 @@ def cluster_args(
         image=cfg.image,
         ray_version=r.version,
         slices=slice_groups(cfg),
-        checkpoint_uri=checkpoint_uri(cfg),
+        checkpoint_uri=cfg.checkpoint_uri,
         system_pool=system_pool,
         tpu_pools=tpu_pools,
         head_cpu=r.head_cpu,

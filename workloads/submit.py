@@ -98,7 +98,7 @@ def build_submission(
     train_cfg = build_config(
         tpu=group.shape.accelerator_type, slices=n_slices, check_data=False, **trainer
     )
-    storage_path = f"gs://{cfg.bucket_name}/runs"
+    storage_path = cfg.checkpoint_uri
     opts = LaunchOptions(
         storage_path=storage_path, run_name=run_name, max_failures=max_failures,
         progress=False,  # job logs are not a terminal
