@@ -204,6 +204,10 @@ def register(app: typer.Typer) -> None:
         )
         try:
             report = run_local(cfg, opts)
+        except ModuleNotFoundError as e:
+            print(f"error: training needs the workloads extra ({e.name} is missing): "
+                  "pip install -e '.[workloads]'", file=sys.stderr)
+            raise typer.Exit(2) from None
         except Exception as e:
             print(f"error: training failed: {type(e).__name__}: {e}", file=sys.stderr)
             raise typer.Exit(1) from None
