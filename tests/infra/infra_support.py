@@ -61,6 +61,25 @@ def marker() -> None:
     pulumi.ComponentResource(MARKER, "marker")
 
 
+def refused_alone(*builds: Callable[[], Any]) -> list[Exception]:
+    """Run each component build in one program; every one must refuse its Args (ValueError
+    or TypeError) and the plan must hold nothing but the marker. Returns the errors."""
+    errors: list[Exception] = []
+
+    def program() -> None:
+        for build in builds:
+            try:
+                build()
+            except (ValueError, TypeError) as e:
+                errors.append(e)
+        marker()
+
+    plan = run_alone(program)
+    assert len(errors) == len(builds), errors
+    assert [r.type for r in plan.resources] == [MARKER]
+    return errors
+
+
 def children_of(plan: PlanResult, parent: str) -> list[PlannedResource]:
     return [r for r in plan.resources if r.parent == parent]
 

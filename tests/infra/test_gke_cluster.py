@@ -10,13 +10,12 @@ import pytest
 import yaml
 from infra_support import (
     CLUSTER,
-    MARKER,
     NODE_POOL,
     PROJECT,
     PROJECT_IAM,
     ZONE,
-    marker,
     program_errors,
+    refused_alone,
     run_alone,
 )
 from raytpu.components import AuthorizedNetwork, GkeCluster, GkeClusterArgs, SystemPoolArgs
@@ -205,19 +204,8 @@ def test_bad_system_pool_is_refused() -> None:
 
 
 def test_bad_component_registers_nothing() -> None:
-    errors: list[Exception] = []
-
-    def program() -> None:
-        try:
-            GkeCluster("gke", gke_args(release_channel="NIGHTLY"))
-        except ValueError as e:
-            errors.append(e)
-        try:
-            GkeCluster("gke", {"project": PROJECT})  # type: ignore[arg-type]
-        except TypeError as e:
-            errors.append(e)
-        marker()
-
-    plan = run_alone(program)
-    assert len(errors) == 2
-    assert [r.type for r in plan.resources] == [MARKER]
+    errors = refused_alone(
+        lambda: GkeCluster("gke", gke_args(release_channel="NIGHTLY")),
+        lambda: GkeCluster("gke", {"project": PROJECT}),  # type: ignore[arg-type]
+    )
+    assert [type(e) for e in errors] == [ValueError, TypeError]
