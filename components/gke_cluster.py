@@ -23,8 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
+from raytpu.components.gcp_resources import (
+    ContainerCluster,
+    ContainerNodePool,
+    ProjectIamMember,
+    ServiceAccount,
+    gke_engine_versions,
+)
 from raytpu.names import ACCOUNT_ID, DNS_LABEL, LOCATION
 from raytpu.versions import version_tuple
 
@@ -43,6 +49,7 @@ NODE_SERVICE_ACCOUNT_ROLES: tuple[str, ...] = (
 _FORBIDDEN_ROLES = ("roles/editor", "roles/owner")
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+SHIELDED_INSTANCE = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
 
 
 
@@ -267,7 +274,7 @@ def render_kubeconfig(context: str, endpoint: str, ca_certificate: str) -> str:
 class GkeCluster(pulumi.ComponentResource):
     """A private GKE Standard cluster, its node service account and CPU system pool."""
 
-    cluster: gcp.container.Cluster
+    cluster: ContainerCluster
     cluster_id: pulumi.Output[str]
     """``projects/<p>/locations/<l>/clusters/<name>``: what node pools reference."""
     cluster_name: pulumi.Output[str]
@@ -278,10 +285,10 @@ class GkeCluster(pulumi.ComponentResource):
     """Secret: kubeconfig with exec auth through gke-gcloud-auth-plugin."""
     provider: k8s.Provider
     """Kubernetes provider for everything deployed into the cluster."""
-    node_service_account: gcp.serviceaccount.Account
+    node_service_account: ServiceAccount
     node_service_account_email: pulumi.Output[str]
     node_service_account_member: pulumi.Output[str]
-    system_pool: gcp.container.NodePool
+    system_pool: ContainerNodePool
     workload_pool: str
     gke_version: pulumi.Output[str]
     """The version checked against ``min_versions`` (fails the program when too old)."""
@@ -296,34 +303,33 @@ class GkeCluster(pulumi.ComponentResource):
         self.location = args.location
         self.workload_pool = args.workload_pool
 
-        self.node_service_account = gcp.serviceaccount.Account(
+        self.node_service_account = ServiceAccount(
             f"{name}-nodes",
-            account_id=args.account_id,
-            display_name=f"GKE nodes of {args.cluster_name} (least privilege)",
-            project=args.project,
-            opts=child,
+            {
+                "accountId": args.account_id,
+                "displayName": f"GKE nodes of {args.cluster_name} (least privilege)",
+                "project": args.project,
+            },
+            child,
         )
         self.node_service_account_email = self.node_service_account.email
         self.node_service_account_member = self.node_service_account.member
         self.node_roles = [
-            gcp.projects.IAMMember(
+            ProjectIamMember(
                 f"{name}-nodes-{role.removeprefix('roles/').replace('.', '-').lower()}",
-                project=args.project,
-                role=role,
-                member=self.node_service_account.member,
-                opts=child,
+                {"project": args.project, "role": role,
+                 "member": self.node_service_account.member},
+                child,
             )
             for role in args.node_service_account_roles
         ]
 
         # The version check gates the cluster: an apply that raises fails the cluster's
         # registration, so nothing is created on a too-old channel.
-        engine = gcp.container.get_engine_versions_output(
-            location=args.location, project=args.project
-        )
-        self.gke_version = engine.release_channel_default_version.apply(
-            lambda defaults: check_gke_version(
-                channel_defaults=defaults or {},
+        engine = gke_engine_versions(location=args.location, project=args.project)
+        self.gke_version = engine.apply(
+            lambda result: check_gke_version(
+                channel_defaults=result.get("releaseChannelDefaultVersion") or {},
                 channel=args.release_channel,
                 pinned=args.min_master_version,
                 required=args.min_versions,
@@ -334,106 +340,90 @@ class GkeCluster(pulumi.ComponentResource):
 
         # The default pool lives a few minutes; still give it our account, not the Compute
         # default one (Editor, and disabled by org policy in many projects).
-        default_pool_config = gcp.container.ClusterNodeConfigArgs(
-            service_account=self.node_service_account.email,
-            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-            shielded_instance_config=gcp.container.ClusterNodeConfigShieldedInstanceConfigArgs(
-                enable_secure_boot=True, enable_integrity_monitoring=True
-            ),
-            workload_metadata_config=gcp.container.ClusterNodeConfigWorkloadMetadataConfigArgs(
-                mode="GKE_METADATA"
-            ),
-        )
-        self.cluster = gcp.container.Cluster(
+        default_pool_config = {
+            "serviceAccount": self.node_service_account.email,
+            "oauthScopes": [CLOUD_PLATFORM_SCOPE],
+            "shieldedInstanceConfig": SHIELDED_INSTANCE,
+            "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+        }
+        self.cluster = ContainerCluster(
             name,
-            name=args.cluster_name,
-            project=args.project,
-            location=args.location,
-            network=args.network,
-            subnetwork=args.subnetwork,
-            networking_mode="VPC_NATIVE",
-            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(
-                cluster_secondary_range_name=args.pods_range_name,
-                services_secondary_range_name=args.services_range_name,
-            ),
-            # Node pools are managed separately (one per TPU slice); a cluster needs one
-            # node to be created, removed right after.
-            remove_default_node_pool=True,
-            initial_node_count=1,
-            node_config=default_pool_config,
-            private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
-                enable_private_nodes=True,
-                enable_private_endpoint=args.private_endpoint,
-                master_ipv4_cidr_block=args.master_ipv4_cidr_block,
-            ),
-            master_authorized_networks_config=gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
-                cidr_blocks=[
-                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                        cidr_block=n.cidr_block, display_name=n.display_name
-                    )
-                    for n in args.master_authorized_networks
-                ],
-            ),
-            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=args.workload_pool
-            ),
-            enable_shielded_nodes=True,
-            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=args.release_channel),
-            min_master_version=gated_min_master_version,
-            # Explicit either way: both values are meaningful and the add-on flag must be
-            # able to turn it off again.
-            addons_config=gcp.container.ClusterAddonsConfigArgs(
-                ray_operator_configs=[
-                    gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(
-                        enabled=args.ray_operator_addon
-                    )
-                ],
-            ),
-            deletion_protection=args.deletion_protection,
-            resource_labels=dict(args.resource_labels) or None,
-            opts=pulumi.ResourceOptions(
+            {
+                "name": args.cluster_name,
+                "project": args.project,
+                "location": args.location,
+                "network": args.network,
+                "subnetwork": args.subnetwork,
+                "networkingMode": "VPC_NATIVE",
+                "ipAllocationPolicy": {
+                    "clusterSecondaryRangeName": args.pods_range_name,
+                    "servicesSecondaryRangeName": args.services_range_name,
+                },
+                # Node pools are managed separately (one per TPU slice); a cluster needs
+                # one node to be created, removed right after.
+                "removeDefaultNodePool": True,
+                "initialNodeCount": 1,
+                "nodeConfig": default_pool_config,
+                "privateClusterConfig": {
+                    "enablePrivateNodes": True,
+                    "enablePrivateEndpoint": args.private_endpoint,
+                    "masterIpv4CidrBlock": args.master_ipv4_cidr_block,
+                },
+                "masterAuthorizedNetworksConfig": {
+                    "cidrBlocks": [
+                        {"cidrBlock": n.cidr_block, "displayName": n.display_name}
+                        for n in args.master_authorized_networks
+                    ],
+                },
+                "workloadIdentityConfig": {"workloadPool": args.workload_pool},
+                "enableShieldedNodes": True,
+                "releaseChannel": {"channel": args.release_channel},
+                "minMasterVersion": gated_min_master_version,
+                # Explicit either way: both values are meaningful and the add-on flag must
+                # be able to turn it off again.
+                "addonsConfig": {"rayOperatorConfigs": [{"enabled": args.ray_operator_addon}]},
+                "deletionProtection": args.deletion_protection,
+                "resourceLabels": dict(args.resource_labels) or None,
+            },
+            pulumi.ResourceOptions(
                 parent=self,
                 depends_on=self.node_roles,
-                # The default pool's config is only read at creation; once the pool is removed
-                # the provider reports a different one, which would force replacement.
+                # The default pool's config is only read at creation; once the pool is
+                # removed the provider reports a different one, which would force replacement.
                 ignore_changes=["nodeConfig"],
             ),
         )
         self.cluster_id = self.cluster.id
-        self.cluster_name = self.cluster.name
+        self.cluster_name = self.cluster.gcp_name
         self.endpoint = self.cluster.endpoint
-        self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
+        self.ca_certificate = self.cluster.cluster_ca_certificate
 
         pool = args.system_pool
-        self.system_pool = gcp.container.NodePool(
+        self.system_pool = ContainerNodePool(
             f"{name}-system",
-            name="system",
-            project=args.project,
-            cluster=self.cluster.id,
-            location=args.location,
-            initial_node_count=pool.min_nodes,
-            autoscaling=gcp.container.NodePoolAutoscalingArgs(
-                min_node_count=pool.min_nodes, max_node_count=pool.max_nodes
-            ),
-            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
-            node_config=gcp.container.NodePoolNodeConfigArgs(
-                machine_type=pool.machine_type,
-                disk_size_gb=pool.disk_size_gb,
-                disk_type="pd-balanced",
-                service_account=self.node_service_account.email,
-                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                tags=list(args.node_tags),
-                labels={"raytpu.dev/pool": "system"},
-                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                    enable_secure_boot=True, enable_integrity_monitoring=True
-                ),
-                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                    mode="GKE_METADATA"
-                ),
-                resource_labels=dict(args.resource_labels) or None,
-            ),
+            {
+                "name": "system",
+                "project": args.project,
+                "cluster": self.cluster.id,
+                "location": args.location,
+                "initialNodeCount": pool.min_nodes,
+                "autoscaling": {"minNodeCount": pool.min_nodes, "maxNodeCount": pool.max_nodes},
+                "management": {"autoRepair": True, "autoUpgrade": True},
+                "nodeConfig": {
+                    "machineType": pool.machine_type,
+                    "diskSizeGb": pool.disk_size_gb,
+                    "diskType": "pd-balanced",
+                    "serviceAccount": self.node_service_account.email,
+                    "oauthScopes": [CLOUD_PLATFORM_SCOPE],
+                    "tags": list(args.node_tags),
+                    "labels": {"raytpu.dev/pool": "system"},
+                    "shieldedInstanceConfig": SHIELDED_INSTANCE,
+                    "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+                    "resourceLabels": dict(args.resource_labels) or None,
+                },
+            },
             # initial_node_count forces replacement when changed; the autoscaler owns the size.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+            pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
         )
 
         context = f"gke_{args.project}_{args.location}_{args.cluster_name}"

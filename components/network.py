@@ -13,22 +13,25 @@
 
 With ``create=False`` only the firewall rules are created, in the existing network.
 
-Import cost: ``pulumi_gcp.compute`` star-imports ~290 generated modules (about 1.8 s
-and 60 MB on first use, more than the whole rest of ``raytpu plan``). This module only
-needs five compute resource types, so it declares them through thin typed
-``pulumi.CustomResource`` bindings with the same type tokens, camelCase inputs and
-provider version as the generated classes; ``tests/infra/test_network.py`` checks that
-the bindings send exactly what ``pulumi_gcp.compute`` would.
+The compute resources are declared through the thin bindings of
+:mod:`raytpu.components.gcp_resources` (``pulumi_gcp.compute`` alone takes ~1.8 s to
+import), so inputs below are written in the provider's camelCase wire format.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
 
 import pulumi
+from raytpu.components.gcp_resources import (
+    ComputeFirewall,
+    ComputeNetwork,
+    ComputeRouter,
+    ComputeRouterNat,
+    ComputeSubnetwork,
+)
 from raytpu.names import DNS_LABEL, REGION
 from raytpu.versions import IAP_SOURCE_RANGE, Ports
 
@@ -64,63 +67,6 @@ def _check_ports(what: str, ports: Sequence[int]) -> None:
     for p in ports:
         if not isinstance(p, int) or not 1 <= p <= 65535:
             raise ValueError(f"{what}: {p!r} is not a TCP port (1-65535)")
-
-
-# ---------------------------------------------------------------------------------------
-# Thin bindings for the compute resources used here (see the module docstring).
-
-
-def _gcp_resource_options(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
-    # What every generated pulumi_gcp resource does: pin the provider plugin version to the
-    # SDK's, so `pulumi up` uses the same gcp provider as the rest of the program.
-    from pulumi_gcp import _utilities
-
-    return pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
-
-
-class _ComputeResource(pulumi.CustomResource):
-    """A ``gcp:compute`` resource declared by type token with wire-format (camelCase) inputs."""
-
-    TOKEN: ClassVar[str]
-    OUTPUTS: ClassVar[tuple[str, ...]] = ("name", "selfLink")
-
-    def __init__(
-        self, resource_name: str, props: Mapping[str, Any], opts: pulumi.ResourceOptions | None
-    ) -> None:
-        inputs: dict[str, Any] = {k: v for k, v in props.items() if v is not None}
-        for out in self.OUTPUTS:
-            inputs.setdefault(out, None)  # a slot the engine fills with the provider's value
-        super().__init__(self.TOKEN, resource_name, inputs, _gcp_resource_options(opts))
-
-    @property
-    def gcp_name(self) -> pulumi.Output[str]:
-        """The GCP name of the resource."""
-        return cast(pulumi.Output[str], self.__dict__["name"])
-
-    @property
-    def self_link(self) -> pulumi.Output[str]:
-        return cast(pulumi.Output[str], self.__dict__["selfLink"])
-
-
-class ComputeNetwork(_ComputeResource):
-    TOKEN = "gcp:compute/network:Network"
-
-
-class ComputeSubnetwork(_ComputeResource):
-    TOKEN = "gcp:compute/subnetwork:Subnetwork"
-
-
-class ComputeRouter(_ComputeResource):
-    TOKEN = "gcp:compute/router:Router"
-
-
-class ComputeRouterNat(_ComputeResource):
-    TOKEN = "gcp:compute/routerNat:RouterNat"
-    OUTPUTS = ("name",)
-
-
-class ComputeFirewall(_ComputeResource):
-    TOKEN = "gcp:compute/firewall:Firewall"
 
 
 # ---------------------------------------------------------------------------------------

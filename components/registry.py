@@ -12,7 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_gcp as gcp
+from raytpu.components.gcp_resources import (
+    ArtifactRegistryRepository,
+    ArtifactRegistryRepositoryIamMember,
+)
 from raytpu.names import DNS_LABEL, REGION
 
 READER_ROLE = "roles/artifactregistry.reader"
@@ -56,11 +59,11 @@ class ImageRegistryArgs:
 class ImageRegistry(pulumi.ComponentResource):
     """A Docker repository and its pull grants."""
 
-    repository: gcp.artifactregistry.Repository | None
+    repository: ArtifactRegistryRepository | None
     """The repository (``None`` when adopted)."""
     url: pulumi.Output[str]
     """Image base URL: ``<location>-docker.pkg.dev/<project>/<repository>``."""
-    reader_grants: list[gcp.artifactregistry.RepositoryIamMember]
+    reader_grants: list[ArtifactRegistryRepositoryIamMember]
 
     def __init__(
         self, name: str, args: ImageRegistryArgs, opts: pulumi.ResourceOptions | None = None
@@ -75,15 +78,17 @@ class ImageRegistry(pulumi.ComponentResource):
 
         repository_id: pulumi.Input[str]
         if args.create:
-            self.repository = gcp.artifactregistry.Repository(
+            self.repository = ArtifactRegistryRepository(
                 f"{name}-repo",
-                repository_id=args.repository_id,
-                project=args.project,
-                location=args.location,
-                format="DOCKER",
-                description=args.description,
-                labels=dict(args.labels) or None,
-                opts=child,
+                {
+                    "repositoryId": args.repository_id,
+                    "project": args.project,
+                    "location": args.location,
+                    "format": "DOCKER",
+                    "description": args.description,
+                    "labels": dict(args.labels) or None,
+                },
+                child,
             )
             repository_id = self.repository.repository_id
             # Ties consumers of the URL (images, pods) to the repository's creation.
@@ -94,14 +99,16 @@ class ImageRegistry(pulumi.ComponentResource):
             self.url = pulumi.Output.from_input(base)
 
         self.reader_grants = [
-            gcp.artifactregistry.RepositoryIamMember(
+            ArtifactRegistryRepositoryIamMember(
                 f"{name}-reader-{i}",
-                project=args.project,
-                location=args.location,
-                repository=repository_id,
-                role=READER_ROLE,
-                member=member,
-                opts=child,
+                {
+                    "project": args.project,
+                    "location": args.location,
+                    "repository": repository_id,
+                    "role": READER_ROLE,
+                    "member": member,
+                },
+                child,
             )
             for i, member in enumerate(args.readers)
         ]

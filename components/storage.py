@@ -13,9 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
+from raytpu.components.gcp_resources import (
+    ServiceAccount,
+    ServiceAccountIamMember,
+    StorageBucket,
+    StorageBucketIamMember,
+)
 from raytpu.names import ACCOUNT_ID, K8S_NAME
 
 _BUCKET = re.compile(r"^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$")
@@ -86,11 +92,11 @@ class CheckpointStorageArgs:
 class CheckpointStorage(pulumi.ComponentResource):
     """A private checkpoint bucket and the Workload Identity GSA that may write it."""
 
-    bucket: gcp.storage.Bucket
+    bucket: StorageBucket
     bucket_name: pulumi.Output[str]
     bucket_url: pulumi.Output[str]
     """``gs://<bucket>``."""
-    gsa: gcp.serviceaccount.Account
+    gsa: ServiceAccount
     gsa_email: pulumi.Output[str]
     ksa_annotations: pulumi.Output[dict[str, str]]
     """Annotation the Ray pods' Kubernetes service account needs
@@ -107,59 +113,60 @@ class CheckpointStorage(pulumi.ComponentResource):
         super().__init__("raytpu:storage:CheckpointStorage", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        rules = [
-            gcp.storage.BucketLifecycleRuleArgs(
-                action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-                condition=gcp.storage.BucketLifecycleRuleConditionArgs(age=args.retention_days),
-            )
+        rules: list[dict[str, Any]] = [
+            {"action": {"type": "Delete"}, "condition": {"age": args.retention_days}},
         ]
         if args.versioning:
             # Deleting a live object only makes it noncurrent; expire those too.
-            rules.append(gcp.storage.BucketLifecycleRuleArgs(
-                action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
-                condition=gcp.storage.BucketLifecycleRuleConditionArgs(
-                    days_since_noncurrent_time=args.retention_days, with_state="ARCHIVED"
-                ),
-            ))
-        self.bucket = gcp.storage.Bucket(
+            rules.append({
+                "action": {"type": "Delete"},
+                "condition": {
+                    "daysSinceNoncurrentTime": args.retention_days, "withState": "ARCHIVED",
+                },
+            })
+        self.bucket = StorageBucket(
             f"{name}-bucket",
-            name=args.bucket_name,
-            project=args.project,
-            location=args.location,
-            uniform_bucket_level_access=True,
-            public_access_prevention="enforced",
-            versioning=gcp.storage.BucketVersioningArgs(enabled=args.versioning),
-            lifecycle_rules=rules,
-            force_destroy=args.force_destroy,
-            labels=dict(args.labels) or None,
-            opts=child,
+            {
+                "name": args.bucket_name,
+                "project": args.project,
+                "location": args.location,
+                "uniformBucketLevelAccess": True,
+                "publicAccessPrevention": "enforced",
+                "versioning": {"enabled": args.versioning},
+                "lifecycleRules": rules,
+                "forceDestroy": args.force_destroy,
+                "labels": dict(args.labels) or None,
+            },
+            child,
         )
-        self.bucket_name = self.bucket.name
+        self.bucket_name = self.bucket.gcp_name
         self.bucket_url = self.bucket.url
 
-        self.gsa = gcp.serviceaccount.Account(
+        self.gsa = ServiceAccount(
             f"{name}-gsa",
-            account_id=args.gsa_account_id,
-            display_name=f"Ray checkpoints in gs://{args.bucket_name}",
-            project=args.project,
-            opts=child,
+            {
+                "accountId": args.gsa_account_id,
+                "displayName": f"Ray checkpoints in gs://{args.bucket_name}",
+                "project": args.project,
+            },
+            child,
         )
         self.gsa_email = self.gsa.email
         # Only the one KSA may act as this GSA.
-        self.workload_identity = gcp.serviceaccount.IAMMember(
+        self.workload_identity = ServiceAccountIamMember(
             f"{name}-wi",
-            service_account_id=self.gsa.name,
-            role=WORKLOAD_IDENTITY_ROLE,
-            member=args.workload_identity_member,
-            opts=child,
+            {
+                "serviceAccountId": self.gsa.gcp_name,
+                "role": WORKLOAD_IDENTITY_ROLE,
+                "member": args.workload_identity_member,
+            },
+            child,
         )
         # Read/write/list objects of this bucket; no bucket admin, nothing project-wide.
-        self.bucket_access = gcp.storage.BucketIAMMember(
+        self.bucket_access = StorageBucketIamMember(
             f"{name}-objects",
-            bucket=self.bucket.name,
-            role=BUCKET_ROLE,
-            member=self.gsa.member,
-            opts=child,
+            {"bucket": self.bucket.gcp_name, "role": BUCKET_ROLE, "member": self.gsa.member},
+            child,
         )
         self.ksa_annotations = self.gsa.email.apply(
             lambda email: {"iam.gke.io/gcp-service-account": email}

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
-import pulumi_gcp as gcp
 from raytpu.catalog import GENERATIONS, SliceShape
+from raytpu.components.gcp_resources import ContainerNodePool
 from raytpu.names import DNS_LABEL, ZONE
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -160,7 +161,7 @@ class TpuSlicePoolArgs:
 class TpuSlicePool(pulumi.ComponentResource):
     """Node pools for up to ``slices`` TPU slices of one shape, in one zone."""
 
-    node_pools: list[gcp.container.NodePool]
+    node_pools: list[ContainerNodePool]
     """Multi-host: one pool per slice (index order). Single-host: one pool for all slices."""
     node_pool_names: list[str]
     """GKE names of ``node_pools``."""
@@ -202,40 +203,38 @@ class TpuSlicePool(pulumi.ComponentResource):
 
         location = args.location or args.zone
         reservation = (
-            gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-                consume_reservation_type="SPECIFIC_RESERVATION",
-                key=RESERVATION_KEY,
-                values=[args.reservation],
-            )
+            {
+                "consumeReservationType": "SPECIFIC_RESERVATION",
+                "key": RESERVATION_KEY,
+                "values": [args.reservation],
+            }
             if args.reservation
             else None
         )
-        node_config = gcp.container.NodePoolNodeConfigArgs(
-            machine_type=shape.machine_type,
-            spot=args.spot,
-            reservation_affinity=reservation,
-            service_account=args.node_service_account,
-            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-            tags=list(args.node_tags),
-            labels=dict(args.labels) or None,
-            gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
-            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                mode="GKE_METADATA"
-            ),
-        )
+        node_config = {
+            "machineType": shape.machine_type,
+            "spot": args.spot,
+            "reservationAffinity": reservation,
+            "serviceAccount": args.node_service_account,
+            "oauthScopes": [CLOUD_PLATFORM_SCOPE],
+            "tags": list(args.node_tags),
+            "labels": dict(args.labels) or None,
+            "gvnic": {"enabled": True},
+            "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+        }
         # Auto-upgrade cannot be turned off on a release-channel cluster; an upgrade of a
         # multi-host pool recreates the whole slice, so schedule them with maintenance
         # windows/exclusions rather than fighting the flag.
-        management = gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True)
+        management = {"autoRepair": True, "autoUpgrade": True}
 
         def pool(
             resource_name: str,
             gke_name: str,
             *,
             size: int,
-            autoscaling: gcp.container.NodePoolAutoscalingArgs | None,
-            placement: gcp.container.NodePoolPlacementPolicyArgs | None,
-        ) -> gcp.container.NodePool:
+            autoscaling: dict[str, Any] | None,
+            placement: dict[str, Any] | None,
+        ) -> ContainerNodePool:
             if autoscaling is None:
                 node_count, initial_node_count = size, None
                 extra: pulumi.ResourceOptions | None = None
@@ -245,34 +244,32 @@ class TpuSlicePool(pulumi.ComponentResource):
                 # and the autoscaler owns the size afterwards.
                 node_count, initial_node_count = None, size
                 extra = pulumi.ResourceOptions(ignore_changes=["initialNodeCount"])
-            return gcp.container.NodePool(
+            return ContainerNodePool(
                 resource_name,
-                name=gke_name,
-                project=args.project,
-                cluster=args.cluster,
-                location=location,
-                node_locations=[args.zone],
-                autoscaling=autoscaling,
-                placement_policy=placement,
-                max_pods_per_node=args.max_pods_per_node,
-                management=management,
-                node_config=node_config,
-                node_count=node_count,
-                initial_node_count=initial_node_count,
-                opts=pulumi.ResourceOptions.merge(pulumi.ResourceOptions(parent=self), extra),
+                {
+                    "name": gke_name,
+                    "project": args.project,
+                    "cluster": args.cluster,
+                    "location": location,
+                    "nodeLocations": [args.zone],
+                    "autoscaling": autoscaling,
+                    "placementPolicy": placement,
+                    "maxPodsPerNode": args.max_pods_per_node,
+                    "management": management,
+                    "nodeConfig": node_config,
+                    "nodeCount": node_count,
+                    "initialNodeCount": initial_node_count,
+                },
+                pulumi.ResourceOptions.merge(pulumi.ResourceOptions(parent=self), extra),
             )
 
         if shape.multi_host:
-            placement = gcp.container.NodePoolPlacementPolicyArgs(
-                type="COMPACT", tpu_topology=shape.topology
-            )
+            placement = {"type": "COMPACT", "tpuTopology": shape.topology}
             # Per-zone limits: total_max_node_count leaves the per-zone max at 0 and GKE
             # rejects the slice ("Maximum node count 0 is not a valid size of TPU pod slice",
             # vllm-project/ci-infra#545). A pool is all-or-nothing: 0 or `hosts` nodes.
             elastic = (
-                gcp.container.NodePoolAutoscalingArgs(
-                    min_node_count=0, max_node_count=shape.hosts, location_policy="ANY"
-                )
+                {"minNodeCount": 0, "maxNodeCount": shape.hosts, "locationPolicy": "ANY"}
                 if args.elastic
                 else None
             )
@@ -290,11 +287,11 @@ class TpuSlicePool(pulumi.ComponentResource):
         else:
             # Single-host: no topology, no placement; one node per slice.
             elastic = (
-                gcp.container.NodePoolAutoscalingArgs(
-                    min_node_count=args.min_slices,
-                    max_node_count=args.max_slices,
-                    location_policy="ANY",
-                )
+                {
+                    "minNodeCount": args.min_slices,
+                    "maxNodeCount": args.max_slices,
+                    "locationPolicy": "ANY",
+                }
                 if args.elastic
                 else None
             )

@@ -45,6 +45,8 @@ class PlannedResource:
     custom: bool
     inputs: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
+    provider_version: str = ""
+    """Provider plugin version the SDK pinned (not in the JSON: it changes with upgrades)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,6 +203,11 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
                 options["replaceOnChanges"] = sorted(request.replaceOnChanges)
             if request.deleteBeforeReplace:
                 options["deleteBeforeReplace"] = True
+            if list(request.additionalSecretOutputs):
+                options["additionalSecretOutputs"] = sorted(request.additionalSecretOutputs)
+            aliases = sorted(a.spec.type for a in request.aliases if a.spec.type)
+            if aliases:
+                options["aliasTypes"] = aliases
             deps = [_name_of(d) for d in request.dependencies if d != request.parent]
             if deps:
                 options["dependsOn"] = sorted(set(deps))
@@ -215,6 +222,7 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
                     custom=bool(request.custom),
                     inputs=_plain(inputs),
                     options=options,
+                    provider_version=request.version,
                 )
             )
             return response

@@ -37,8 +37,8 @@ from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stac
 from .ray_program import build_ray, ray_problems
 
 if TYPE_CHECKING:
-    import pulumi_gcp as gcp
     import pulumi_kubernetes as k8s
+    from raytpu.components.gcp_resources import ContainerNodePool
 
 
 def read_stack_config() -> StackConfig:
@@ -86,7 +86,7 @@ class Infra:
     """GKE name of the CPU pool the Ray head and operators run on."""
 
     @property
-    def node_pools(self) -> list[gcp.container.NodePool]:
+    def node_pools(self) -> list[ContainerNodePool]:
         """Every TPU node pool: what Ray worker groups depend on."""
         return [p for pool in self.tpu_pools.values() for p in pool.node_pools]
 

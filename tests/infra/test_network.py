@@ -15,13 +15,6 @@ from infra_support import (
     run_alone,
 )
 from raytpu.components import ExistingNetwork, Network, NetworkArgs
-from raytpu.components.network import (
-    ComputeFirewall,
-    ComputeNetwork,
-    ComputeRouter,
-    ComputeRouterNat,
-    ComputeSubnetwork,
-)
 from raytpu.plan import PlanResult
 from raytpu.versions import IAP_SOURCE_RANGE
 
@@ -158,58 +151,3 @@ def test_bad_component_registers_nothing() -> None:
     (error,) = refused_alone(
         lambda: Network("this-name-is-far-too-long-for-gce-child-names", net_args()))
     assert isinstance(error, ValueError) and "at most 40" in str(error)
-
-
-def test_compute_bindings_send_what_pulumi_gcp_would() -> None:
-    """The thin bindings must be wire-identical to pulumi_gcp.compute's classes."""
-    import pulumi_gcp as gcp
-
-    def program() -> None:
-        gcp.compute.Network("real-vpc", name="vpc", project=PROJECT,
-                            auto_create_subnetworks=False, routing_mode="REGIONAL")
-        ComputeNetwork("thin-vpc", {"name": "vpc", "project": PROJECT,
-                                    "autoCreateSubnetworks": False, "routingMode": "REGIONAL"},
-                       None)
-        gcp.compute.Subnetwork(
-            "real-subnet", name="s", project=PROJECT, region=REGION, network="vpc",
-            ip_cidr_range="10.0.0.0/20", private_ip_google_access=True,
-            secondary_ip_ranges=[gcp.compute.SubnetworkSecondaryIpRangeArgs(
-                range_name="pods", ip_cidr_range="10.16.0.0/14")])
-        ComputeSubnetwork("thin-subnet", {
-            "name": "s", "project": PROJECT, "region": REGION, "network": "vpc",
-            "ipCidrRange": "10.0.0.0/20", "privateIpGoogleAccess": True,
-            "secondaryIpRanges": [{"rangeName": "pods", "ipCidrRange": "10.16.0.0/14"}]}, None)
-        gcp.compute.Router("real-router", name="r", project=PROJECT, region=REGION,
-                           network="vpc")
-        ComputeRouter("thin-router", {"name": "r", "project": PROJECT, "region": REGION,
-                                      "network": "vpc"}, None)
-        gcp.compute.RouterNat(
-            "real-nat", name="n", project=PROJECT, region=REGION, router="r",
-            nat_ip_allocate_option="AUTO_ONLY",
-            source_subnetwork_ip_ranges_to_nat="LIST_OF_SUBNETWORKS",
-            subnetworks=[gcp.compute.RouterNatSubnetworkArgs(
-                name="s", source_ip_ranges_to_nats=["ALL_IP_RANGES"])],
-            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"))
-        ComputeRouterNat("thin-nat", {
-            "name": "n", "project": PROJECT, "region": REGION, "router": "r",
-            "natIpAllocateOption": "AUTO_ONLY",
-            "sourceSubnetworkIpRangesToNat": "LIST_OF_SUBNETWORKS",
-            "subnetworks": [{"name": "s", "sourceIpRangesToNats": ["ALL_IP_RANGES"]}],
-            "logConfig": {"enable": True, "filter": "ERRORS_ONLY"}}, None)
-        gcp.compute.Firewall(
-            "real-fw", name="f", project=PROJECT, network="vpc", direction="INGRESS",
-            priority=1000, description="d",
-            allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
-            source_ranges=[IAP_SOURCE_RANGE], target_tags=["t"])
-        ComputeFirewall("thin-fw", {
-            "name": "f", "project": PROJECT, "network": "vpc", "direction": "INGRESS",
-            "priority": 1000, "description": "d",
-            "allows": [{"protocol": "tcp", "ports": ["22"]}],
-            "sourceRanges": [IAP_SOURCE_RANGE], "targetTags": ["t"]}, None)
-
-    plan = run_alone(program)
-    by_name = {r.name: r for r in plan.resources}
-    for kind in ("vpc", "subnet", "router", "nat", "fw"):
-        real, thin = by_name[f"real-{kind}"], by_name[f"thin-{kind}"]
-        assert real.type == thin.type
-        assert thin.inputs == real.inputs, kind
