@@ -24,16 +24,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 import pulumi
-
-
-def prune(value: Any) -> Any:
-    """``value`` without ``None`` entries in nested dicts: the generated ``*Args`` classes
-    never set an unset field, so the provider must not see an explicit null either."""
-    if isinstance(value, Mapping):
-        return {k: prune(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [prune(v) for v in value]
-    return value
+from raytpu.components._wire import prune
 
 
 def _provider_defaults() -> pulumi.ResourceOptions:

@@ -33,6 +33,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from raytpu import versions
 from raytpu.components._options import depends_on_of
+from raytpu.components.k8s_objects import Namespace
 
 Mode = Literal["helm", "gke-addon"]
 MODES: tuple[str, ...] = ("helm", "gke-addon")
@@ -210,11 +211,9 @@ class KubeRayOperator(pulumi.ComponentResource):
 
     def _namespace(self, name: str, namespace: str) -> pulumi.Resource:
         if namespace not in self.namespaces:
-            self.namespaces[namespace] = k8s.core.v1.Namespace(
+            self.namespaces[namespace] = Namespace(
                 f"{name}-ns-{namespace}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=namespace, labels={"app.kubernetes.io/part-of": "raytpu"}
-                ),
+                metadata={"name": namespace, "labels": {"app.kubernetes.io/part-of": "raytpu"}},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=self._inherited),
             )
         return self.namespaces[namespace]

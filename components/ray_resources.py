@@ -8,10 +8,11 @@ Why ``@pulumi.input_type`` classes rather than dicts: a plain dict passed as a
 ``CustomResource`` spec reaches the API server verbatim, so a snake_case key
 (``num_of_hosts``) would be silently pruned by the structural schema and the operator would
 fall back to the default ``numOfHosts: 1``. Input types carry their wire names
-(``@pulumi.getter(name=...)`` via ``pulumi.property``) and the SDK translates them; the
-pulumi_kubernetes ``*Args`` classes nested in them (pod templates) are translated the same
-way. The recorded plan inputs are therefore the exact camelCase objects, which is what
-``raytpu manifests`` renders.
+(``@pulumi.getter(name=...)`` via ``pulumi.property``) and the SDK translates them. Pod
+templates and metadata are the typed dicts of :mod:`raytpu.components.k8s_objects`,
+keyed by the API's own field names, so the type checker guards those the same way
+(pulumi_kubernetes ``*Args`` are accepted too). The recorded plan inputs are therefore
+the exact camelCase objects, which is what ``raytpu manifests`` renders.
 
 Constructors check the few cross-field rules the CRD schema cannot express, naming the
 field at fault, before anything is registered.
@@ -20,17 +21,31 @@ field at fault, before anything is registered.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pulumi
-import pulumi_kubernetes as k8s
+from pulumi_kubernetes.apiextensions import CustomResource
+from raytpu.components.k8s_objects import ObjectMeta, PodTemplateSpec, ResourceRequirements
 from raytpu.versions import RAY_API_VERSION
 
 RAYCLUSTER_TYPE = f"kubernetes:{RAY_API_VERSION}:RayCluster"
 RAYJOB_TYPE = f"kubernetes:{RAY_API_VERSION}:RayJob"
 
-PodTemplate = pulumi.Input[k8s.core.v1.PodTemplateSpecArgs] | Mapping[str, Any]
-"""A pod template: preferably ``PodTemplateSpecArgs``; a dict must already be camelCase."""
+if TYPE_CHECKING:
+    # pulumi_kubernetes' own Args are accepted too (the SDK serializes an input type by its
+    # class); named for type checkers only, as importing core/v1 costs ~0.3 s.
+    from pulumi_kubernetes.core.v1 import PodTemplateSpecArgs, ResourceRequirementsArgs
+    from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+
+    PodTemplate: TypeAlias = pulumi.Input[PodTemplateSpec] | pulumi.Input[PodTemplateSpecArgs]
+    Resources: TypeAlias = (
+        pulumi.Input[ResourceRequirements] | pulumi.Input[ResourceRequirementsArgs]
+    )
+    Metadata: TypeAlias = pulumi.Input[ObjectMeta] | pulumi.Input[ObjectMetaArgs]
+else:
+    PodTemplate = pulumi.Input[PodTemplateSpec]
+    Resources = pulumi.Input[ResourceRequirements]
+    Metadata = pulumi.Input[ObjectMeta]
 
 AutoscalerVersion = Literal["v1", "v2"]
 UpscalingMode = Literal["Default", "Aggressive", "Conservative"]
@@ -118,7 +133,7 @@ class AutoscalerOptionsArgs:
     version: str | None = pulumi.property("version", default=None)
     idle_timeout_seconds: int | None = pulumi.property("idleTimeoutSeconds", default=None)
     upscaling_mode: str | None = pulumi.property("upscalingMode", default=None)
-    resources: pulumi.Input[k8s.core.v1.ResourceRequirementsArgs] | None = pulumi.property(
+    resources: Resources | None = pulumi.property(
         "resources", default=None
     )
     image: str | None = pulumi.property("image", default=None)
@@ -129,7 +144,7 @@ class AutoscalerOptionsArgs:
         version: AutoscalerVersion | None = "v2",
         idle_timeout_seconds: int | None = None,
         upscaling_mode: UpscalingMode | None = None,
-        resources: pulumi.Input[k8s.core.v1.ResourceRequirementsArgs] | None = None,
+        resources: Resources | None = None,
         image: str | None = None,
     ) -> None:
         _set_all(self, {"version": version, "idle_timeout_seconds": idle_timeout_seconds,
@@ -265,10 +280,7 @@ class RayJobSpecArgs:
         })
 
 
-Metadata = pulumi.Input[k8s.meta.v1.ObjectMetaArgs] | Mapping[str, Any]
-
-
-class RayCluster(k8s.apiextensions.CustomResource):
+class RayCluster(CustomResource):
     """A ``ray.io/v1`` RayCluster (type token ``kubernetes:ray.io/v1:RayCluster``)."""
 
     def __init__(
@@ -283,7 +295,7 @@ class RayCluster(k8s.apiextensions.CustomResource):
                          metadata=metadata, spec=spec, opts=opts)
 
 
-class RayJob(k8s.apiextensions.CustomResource):
+class RayJob(CustomResource):
     """A ``ray.io/v1`` RayJob (type token ``kubernetes:ray.io/v1:RayJob``)."""
 
     def __init__(

@@ -37,10 +37,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 from raytpu import versions
 from raytpu.catalog import TPU_RESOURCE, SliceShape
 from raytpu.components._options import depends_on_of
+from raytpu.components.k8s_objects import (
+    EnvVar,
+    Namespace,
+    PodSpec,
+    PodTemplateSpec,
+    ResourceRequirements,
+    Service,
+    ServiceAccount,
+    Toleration,
+)
 from raytpu.components.ray_resources import (
     AutoscalerOptionsArgs,
     HeadGroupSpecArgs,
@@ -236,7 +245,37 @@ def image_is_pinned(image: str) -> bool:
     return bool(name) and "/" not in tag and tag not in ("", "latest")
 
 
-def worker_resources(shape: SliceShape) -> dict[str, dict[str, str]]:
+def pod_template(
+    *,
+    labels: Mapping[str, str],
+    service_account: str,
+    node_selector: Mapping[str, str] | None,
+    container: str,
+    image: str,
+    env: Sequence[EnvVar],
+    ports: Sequence[tuple[str, int]],
+    resources: ResourceRequirements,
+    tolerations: Sequence[Toleration] = (),
+) -> PodTemplateSpec:
+    """The pod template of a Ray head or worker group: one Ray container."""
+    spec: PodSpec = {
+        "serviceAccountName": service_account,
+        "containers": [{
+            "name": container,
+            "image": image,
+            "env": list(env),
+            "ports": [{"name": n, "containerPort": p} for n, p in ports],
+            "resources": resources,
+        }],
+    }
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        spec["tolerations"] = list(tolerations)
+    return {"metadata": {"labels": dict(labels)}, "spec": spec}
+
+
+def worker_resources(shape: SliceShape) -> ResourceRequirements:
     """Container resources of one TPU host pod: every chip, ~80% of the VM's CPU and memory."""
     vcpu, gb = shape.host_vcpus, shape.host_memory_gb
     cpu = str(math.floor(vcpu * NODE_FRACTION))
@@ -253,10 +292,10 @@ def worker_resources(shape: SliceShape) -> dict[str, dict[str, str]]:
 class TpuRayCluster(pulumi.ComponentResource):
     """Namespace + Workload Identity KSA + RayCluster (+ optional internal LB)."""
 
-    namespace: k8s.core.v1.Namespace | None
-    service_account: k8s.core.v1.ServiceAccount
+    namespace: Namespace | None
+    service_account: ServiceAccount
     ray_cluster: RayCluster
-    dashboard_lb: k8s.core.v1.Service | None
+    dashboard_lb: Service | None
 
     def __init__(
         self,
@@ -281,19 +320,19 @@ class TpuRayCluster(pulumi.ComponentResource):
         self.namespace = None
         ns_name: pulumi.Input[str] = args.namespace
         if args.create_namespace:
-            self.namespace = k8s.core.v1.Namespace(
+            self.namespace = Namespace(
                 f"{name}-ns",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=labels),
+                metadata={"name": args.namespace, "labels": labels},
                 opts=child,
             )
-            ns_name = self.namespace.metadata.name
+            ns_name = self.namespace.metadata_name
 
-        self.service_account = k8s.core.v1.ServiceAccount(
+        self.service_account = ServiceAccount(
             f"{name}-ksa",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.service_account, namespace=ns_name, labels=labels,
-                annotations={GSA_ANNOTATION: args.gsa_email},
-            ),
+            metadata={
+                "name": args.service_account, "namespace": ns_name, "labels": labels,
+                "annotations": {GSA_ANNOTATION: args.gsa_email},
+            },
             opts=child,
         )
 
@@ -309,29 +348,28 @@ class TpuRayCluster(pulumi.ComponentResource):
             )
         self.ray_cluster = RayCluster(
             f"{name}-raycluster",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.cluster_name, namespace=ns_name,
-                                                labels=labels),
+            metadata={"name": args.cluster_name, "namespace": ns_name, "labels": labels},
             spec=spec,
             opts=ray_opts,
         )
 
         self.dashboard_lb = None
         if args.dashboard_internal_lb:
-            self.dashboard_lb = k8s.core.v1.Service(
+            self.dashboard_lb = Service(
                 f"{name}-dashboard-ilb",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=f"{args.cluster_name}-dashboard-ilb", namespace=ns_name, labels=labels,
-                    annotations={ILB_ANNOTATION: "Internal"},
-                ),
-                spec=k8s.core.v1.ServiceSpecArgs(
-                    type="LoadBalancer",
-                    load_balancer_source_ranges=list(args.access_cidrs),
-                    selector={"ray.io/cluster": args.cluster_name, "ray.io/node-type": "head"},
-                    ports=[
-                        k8s.core.v1.ServicePortArgs(name=n, port=p, target_port=p)
+                metadata={
+                    "name": f"{args.cluster_name}-dashboard-ilb", "namespace": ns_name,
+                    "labels": labels, "annotations": {ILB_ANNOTATION: "Internal"},
+                },
+                spec={
+                    "type": "LoadBalancer",
+                    "loadBalancerSourceRanges": list(args.access_cidrs),
+                    "selector": {"ray.io/cluster": args.cluster_name, "ray.io/node-type": "head"},
+                    "ports": [
+                        {"name": n, "port": p, "targetPort": p}
                         for n, p in HEAD_PORTS if n in ("dashboard", "client")
                     ],
-                ),
+                },
                 opts=pulumi.ResourceOptions(parent=self,
                                             depends_on=[*inherited, self.ray_cluster]),
             )
@@ -347,11 +385,11 @@ class TpuRayCluster(pulumi.ComponentResource):
 
     # -- spec ----------------------------------------------------------------------------
 
-    def _env(self) -> list[k8s.core.v1.EnvVarArgs]:
+    def _env(self) -> list[EnvVar]:
         env = dict(self.args.env)
         if self.args.checkpoint_uri:
             env.setdefault(CHECKPOINT_ENV, self.args.checkpoint_uri)
-        return [k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(env.items())]
+        return [{"name": k, "value": v} for k, v in sorted(env.items())]
 
     def _spec(self, labels: Mapping[str, str]) -> RayClusterSpecArgs:
         a = self.args
@@ -360,23 +398,18 @@ class TpuRayCluster(pulumi.ComponentResource):
             service_type="ClusterIP",  # dashboard/client via kubectl port-forward
             # No Ray tasks on the head: it is small, on the CPU pool, and runs the autoscaler.
             ray_start_params={"num-cpus": "0"},
-            template=k8s.core.v1.PodTemplateSpecArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(labels=dict(labels)),
-                spec=k8s.core.v1.PodSpecArgs(
-                    service_account_name=a.service_account,
-                    node_selector=head_selector,
-                    containers=[k8s.core.v1.ContainerArgs(
-                        name="ray-head",
-                        image=a.image,
-                        env=self._env(),
-                        ports=[k8s.core.v1.ContainerPortArgs(name=n, container_port=p)
-                               for n, p in HEAD_PORTS],
-                        resources=k8s.core.v1.ResourceRequirementsArgs(
-                            requests={"cpu": a.head_cpu, "memory": a.head_memory},
-                            limits={"cpu": a.head_cpu, "memory": a.head_memory},
-                        ),
-                    )],
-                ),
+            template=pod_template(
+                labels=dict(labels),
+                service_account=a.service_account,
+                node_selector=head_selector,
+                container="ray-head",
+                image=a.image,
+                env=self._env(),
+                ports=HEAD_PORTS,
+                resources={
+                    "requests": {"cpu": a.head_cpu, "memory": a.head_memory},
+                    "limits": {"cpu": a.head_cpu, "memory": a.head_memory},
+                },
             ),
         )
         workers = [self._worker(s, labels) for s in a.slices]
@@ -395,12 +428,12 @@ class TpuRayCluster(pulumi.ComponentResource):
     def _worker(self, s: SliceGroup, labels: Mapping[str, str]) -> WorkerGroupSpecArgs:
         shape = s.shape
         res = worker_resources(shape)
-        env = [
+        env: list[EnvVar] = [
             *self._env(),
             # Ray reads these four (TPU_NAME/TPU_WORKER_ID come from the webhook) and otherwise
             # queries the GCE metadata server with no timeout (ray-torchxla.md §3.2).
-            k8s.core.v1.EnvVarArgs(name="TPU_ACCELERATOR_TYPE", value=shape.accelerator_type),
-            k8s.core.v1.EnvVarArgs(name="TPU_TOPOLOGY", value=shape.topology),
+            {"name": "TPU_ACCELERATOR_TYPE", "value": shape.accelerator_type},
+            {"name": "TPU_TOPOLOGY", "value": shape.topology},
         ]
         return WorkerGroupSpecArgs(
             group_name=s.name,
@@ -411,27 +444,16 @@ class TpuRayCluster(pulumi.ComponentResource):
             # KubeRay maps the google.com/tpu limit to the Ray resource TPU itself.
             ray_start_params={"num-cpus": res["requests"]["cpu"]},
             idle_timeout_seconds=self.args.idle_timeout_seconds if s.elastic else None,
-            template=k8s.core.v1.PodTemplateSpecArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    labels={**labels, "raytpu.io/slice-group": s.name},
-                ),
-                spec=k8s.core.v1.PodSpecArgs(
-                    service_account_name=self.args.service_account,
-                    node_selector=dict(shape.node_selector),
-                    tolerations=[k8s.core.v1.TolerationArgs(
-                        key=TPU_RESOURCE, operator="Exists", effect="NoSchedule",
-                    )],
-                    containers=[k8s.core.v1.ContainerArgs(
-                        name="ray-worker",
-                        image=self.args.image,
-                        env=env,
-                        ports=[k8s.core.v1.ContainerPortArgs(name=n, container_port=p)
-                               for n, p in WORKER_PORTS],
-                        resources=k8s.core.v1.ResourceRequirementsArgs(
-                            requests=res["requests"], limits=res["limits"],
-                        ),
-                    )],
-                ),
+            template=pod_template(
+                labels={**labels, "raytpu.io/slice-group": s.name},
+                service_account=self.args.service_account,
+                node_selector=dict(shape.node_selector),
+                tolerations=[{"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+                container="ray-worker",
+                image=self.args.image,
+                env=env,
+                ports=WORKER_PORTS,
+                resources=res,
             ),
         )
 

@@ -1,0 +1,150 @@
+"""The Kubernetes core/v1 shapes this package writes: typed pod templates and three kinds.
+
+Why not ``pulumi_kubernetes.core.v1``: its ``__init__`` imports every core/v1 resource and
+all of their ``*Args`` types (~0.3 s), more than the rest of the Ray layer together, and
+``raytpu plan`` runs it on every call. What is needed here is small:
+
+* pod templates, services and metadata as typed dicts whose keys are the API's own
+  (camelCase) field names, so a type checker catches a misspelt or snake_case key (which
+  the API server would silently prune); the objects are validated against the Kubernetes
+  schema in ``tests/ray``;
+* ``Namespace``, ``ServiceAccount`` and ``Service`` declared with the type tokens, inputs
+  and provider version of the generated classes (``tests/ray/test_k8s_objects.py`` checks
+  them against ``pulumi_kubernetes``, so the state is the same either way).
+
+Users may still pass ``pulumi_kubernetes`` ``*Args`` objects where a template is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypedDict
+
+import pulumi
+from raytpu.components._wire import prune
+
+# -- object shapes (wire names) ---------------------------------------------------------
+
+
+class ObjectMeta(TypedDict, total=False):
+    name: pulumi.Input[str]
+    namespace: pulumi.Input[str]
+    labels: Mapping[str, str]
+    annotations: Mapping[str, pulumi.Input[str]]
+
+
+class EnvVar(TypedDict):
+    name: str
+    value: pulumi.Input[str]
+
+
+class ContainerPort(TypedDict, total=False):
+    name: str
+    containerPort: int
+    protocol: str
+
+
+class ResourceRequirements(TypedDict, total=False):
+    requests: Mapping[str, str]
+    limits: Mapping[str, str]
+
+
+class Toleration(TypedDict, total=False):
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+
+class Container(TypedDict, total=False):
+    name: str
+    image: pulumi.Input[str]
+    command: Sequence[str]
+    args: Sequence[str]
+    env: Sequence[EnvVar]
+    ports: Sequence[ContainerPort]
+    resources: ResourceRequirements
+    volumeMounts: Sequence[Mapping[str, Any]]
+
+
+class PodSpec(TypedDict, total=False):
+    serviceAccountName: str
+    nodeSelector: Mapping[str, str]
+    tolerations: Sequence[Toleration]
+    containers: Sequence[Container]
+    volumes: Sequence[Mapping[str, Any]]
+    restartPolicy: str
+
+
+class PodTemplateSpec(TypedDict, total=False):
+    metadata: ObjectMeta
+    spec: PodSpec
+
+
+class ServicePort(TypedDict, total=False):
+    name: str
+    port: int
+    targetPort: int
+    protocol: str
+
+
+class ServiceSpec(TypedDict, total=False):
+    type: str
+    selector: Mapping[str, str]
+    ports: Sequence[ServicePort]
+    loadBalancerSourceRanges: Sequence[str]
+
+
+# -- resources --------------------------------------------------------------------------
+
+
+class KubeObject(pulumi.CustomResource):
+    """A built-in Kubernetes kind, declared as ``pulumi_kubernetes`` would declare it."""
+
+    GROUP_VERSION: ClassVar[str] = "core/v1"
+    """The type token's module: ``core/v1`` for the core group."""
+    API_VERSION: ClassVar[str] = "v1"
+    KIND: ClassVar[str]
+    OUTPUTS: ClassVar[tuple[str, ...]] = ("status",)
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        metadata: ObjectMeta,
+        spec: Mapping[str, Any] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        from pulumi_kubernetes import _utilities  # the package root only: cheap
+
+        props: dict[str, Any] = {
+            "apiVersion": self.API_VERSION,
+            "kind": self.KIND,
+            "metadata": prune(metadata),
+        }
+        if spec is not None:
+            props["spec"] = prune(spec)
+        for out in ("metadata", *self.OUTPUTS):
+            props.setdefault(out, None)
+        merged = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
+        super().__init__(f"kubernetes:{self.GROUP_VERSION}:{self.KIND}", resource_name, props,
+                         merged)
+
+    @property
+    def metadata_name(self) -> pulumi.Output[str]:
+        """``metadata.name`` as the API server returns it."""
+        metadata = pulumi.Output.from_input(self.__dict__["metadata"])
+        return metadata.apply(lambda m: str(m["name"]))
+
+
+class Namespace(KubeObject):
+    KIND = "Namespace"
+
+
+class ServiceAccount(KubeObject):
+    KIND = "ServiceAccount"
+    OUTPUTS = ()
+
+
+class Service(KubeObject):
+    KIND = "Service"

@@ -1,0 +1,81 @@
+"""The thin Kubernetes kinds must be declared exactly as pulumi_kubernetes declares them,
+and the typed pod templates must reach the wire as written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+from ray_support import SAMPLES
+from raytpu.components import k8s_objects as thin
+from raytpu.plan import PlannedResource, run_program
+
+META: thin.ObjectMeta = {
+    "name": "x", "namespace": "ray", "labels": {"a": "b"}, "annotations": {"k": "v"},
+}
+META_ARGS = k8s.meta.v1.ObjectMetaArgs(name="x", namespace="ray", labels={"a": "b"},
+                                       annotations={"k": "v"})
+
+Case = tuple[Callable[[str], pulumi.CustomResource], Callable[[str], thin.KubeObject]]
+CASES: dict[str, Case] = {
+    "namespace": (
+        lambda n: k8s.core.v1.Namespace(n, metadata=k8s.meta.v1.ObjectMetaArgs(name="ray")),
+        lambda n: thin.Namespace(n, metadata={"name": "ray"}),
+    ),
+    "service-account": (
+        lambda n: k8s.core.v1.ServiceAccount(n, metadata=META_ARGS),
+        lambda n: thin.ServiceAccount(n, metadata=META),
+    ),
+    "service": (
+        lambda n: k8s.core.v1.Service(n, metadata=META_ARGS, spec=k8s.core.v1.ServiceSpecArgs(
+            type="LoadBalancer", load_balancer_source_ranges=["10.0.0.0/8"],
+            selector={"ray.io/node-type": "head"},
+            ports=[k8s.core.v1.ServicePortArgs(name="dashboard", port=8265, target_port=8265)])),
+        lambda n: thin.Service(n, metadata=META, spec={
+            "type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0/8"],
+            "selector": {"ray.io/node-type": "head"},
+            "ports": [{"name": "dashboard", "port": 8265, "targetPort": 8265}]}),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kind_is_declared_as_pulumi_kubernetes_declares_it(case: str) -> None:
+    generated, binding = CASES[case]
+    made: dict[str, Any] = {}
+
+    def program() -> None:
+        made["real"] = generated("real")
+        made["thin"] = binding("thin")
+
+    plan = run_program("dev", dict(SAMPLES["v4-fixed"]), program)
+    by_name: dict[str, PlannedResource] = {r.name: r for r in plan.resources}
+    real, mine = by_name["real"], by_name["thin"]
+    assert mine.type == real.type
+    assert mine.inputs == real.inputs
+    assert mine.options == real.options
+    assert mine.provider_version == real.provider_version != ""
+
+
+def test_metadata_name_resolves_from_the_api_object() -> None:
+    names: list[str] = []
+
+    def program() -> None:
+        ns = thin.Namespace("ns", metadata={"name": "ray", "labels": {"a": "b"}})
+        ns.metadata_name.apply(names.append)
+
+    run_program("dev", dict(SAMPLES["v4-fixed"]), program)
+    assert names == ["ray"]
+
+
+def test_unset_fields_never_reach_the_wire() -> None:
+    def program() -> None:
+        thin.Service("svc", metadata={"name": "s"},
+                     spec={"type": "ClusterIP", "selector": None})
+
+    plan = run_program("dev", dict(SAMPLES["v4-fixed"]), program)
+    (svc,) = plan.resources
+    assert svc.inputs["spec"] == {"type": "ClusterIP"}
