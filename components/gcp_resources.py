@@ -26,6 +26,9 @@ from typing import Any, ClassVar, cast
 import pulumi
 from raytpu.components._wire import prune
 
+# Node VMs get the broad scope; what they may do is decided by IAM on their service account.
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
 
 def _provider_defaults() -> pulumi.ResourceOptions:
     from pulumi_gcp import _utilities  # the package root only: cheap

@@ -25,6 +25,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 from raytpu.components.gcp_resources import (
+    CLOUD_PLATFORM_SCOPE,
     ContainerCluster,
     ContainerNodePool,
     ProjectIamMember,
@@ -48,7 +49,6 @@ NODE_SERVICE_ACCOUNT_ROLES: tuple[str, ...] = (
 )
 _FORBIDDEN_ROLES = ("roles/editor", "roles/owner")
 
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 SHIELDED_INSTANCE = {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
 
 

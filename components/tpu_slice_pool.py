@@ -24,10 +24,9 @@ from typing import Any
 
 import pulumi
 from raytpu.catalog import GENERATIONS, SliceShape
-from raytpu.components.gcp_resources import ContainerNodePool
+from raytpu.components.gcp_resources import CLOUD_PLATFORM_SCOPE, ContainerNodePool
 from raytpu.names import DNS_LABEL, ZONE
 
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 # 1 TPU pod per node plus kube-system daemons; keeps Pod IP use small (xpk and the
 # tpu-provisioner both use 15).
