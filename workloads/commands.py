@@ -35,10 +35,11 @@ Warmup = Annotated[int, typer.Option("--warmup-steps", help="Linear warmup steps
 Seed = Annotated[int, typer.Option("--seed", help="Init and data order seed")]
 LogEvery = Annotated[int, typer.Option("--log-every", help="TPU: fetch losses every N steps")]
 Compile = Annotated[
-    bool,
+    bool | None,
     typer.Option(
         "--compile/--no-compile",
-        help="torch.compile(backend='openxla') the forward/backward (measured on XLA:CPU only)",
+        help="torch.compile(backend='openxla') the forward/backward "
+        "(default: on for XLA:CPU, off on TPU)",
     ),
 ]
 MaxFailures = Annotated[
@@ -87,7 +88,7 @@ def build_config(
     warmup_steps: int,
     seed: int,
     log_every: int,
-    compile: bool = False,
+    compile: bool | None = None,
     fail_host_at_step: int | None = None,
     check_data: bool = True,
 ) -> TrainConfig:

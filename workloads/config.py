@@ -60,9 +60,10 @@ class TrainConfig:
     checkpoint_every: int = 10
     log_every: int = 1
     """On TPU, losses are fetched to the host in groups of this many steps."""
-    compile: bool = False
+    compile: bool | None = None
     """Trace forward/backward once with ``torch.compile(backend="openxla")`` (dynamo)
-    instead of re-tracing the lazy graph every step. Checked on XLA:CPU only."""
+    instead of re-tracing the lazy graph every step. None: the platform's default, on
+    for XLA:CPU (the simulated hosts, where it was measured), off on TPU."""
     fail_host_at_step: int | None = None
     """Local rehearsal only: hold every host after this step (first attempt) until killed."""
     hold_timeout_s: float = 120.0
@@ -121,7 +122,7 @@ def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
         for part in path.split("."):
             value = value[part]
         if isinstance(value, bool):
-            argv += [flag] if value else []
+            argv.append(flag if value else flag.replace("--", "--no-", 1))
         elif value is not None:
             argv += [flag, str(value)]
     argv += ["--storage-path", opts.storage_path, "--run-name", opts.run_name,
@@ -139,8 +140,11 @@ def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
 
     parser = argparse.ArgumentParser(prog="python -m raytpu.workloads.launcher")
     for flag, path, kind in _FLAGS:
-        if kind is bool:
+        if kind is bool:  # unset (None) keeps the config's default
             parser.add_argument(flag, dest=path, action="store_true", default=None)
+            parser.add_argument(
+                flag.replace("--", "--no-", 1), dest=path, action="store_false", default=None
+            )
         else:
             parser.add_argument(flag, dest=path, type=kind)
     parser.add_argument("--storage-path", required=True)

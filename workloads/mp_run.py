@@ -85,8 +85,11 @@ def run_processes(
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env_before = os.environ.get("OMP_NUM_THREADS")
-    os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the spawned interpreters
+    # One intra-op thread per process for torch and XLA:CPU, inherited by the spawned
+    # interpreters, as the simulated hosts run (local_cluster).
+    threads = {"OMP_NUM_THREADS": "1", "NPROC": "1"}
+    env_before = {k: os.environ.get(k) for k in threads}
+    os.environ.update(threads)
     try:
         procs = [
             ctx.Process(
@@ -100,10 +103,11 @@ def run_processes(
         for p in procs:
             p.start()
     finally:
-        if env_before is None:
-            os.environ.pop("OMP_NUM_THREADS", None)
-        else:
-            os.environ["OMP_NUM_THREADS"] = env_before
+        for key, value in env_before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     results: list[RankResult] = []
     deadline = time.monotonic() + timeout_s
     try:

@@ -25,6 +25,8 @@ import torch.distributed as dist
 class Parallelism(Protocol):
     device: torch.device
     name: str
+    compile_by_default: bool
+    """Whether ``TrainConfig.compile=None`` means dynamo-compiled forward/backward."""
 
     def to_device(self, batch: np.ndarray) -> torch.Tensor:
         """This host's ``[batch, seq+1]`` tokens as the step's input tensor."""
@@ -75,6 +77,9 @@ class HostGlooSync:
     """
 
     name = "xla-cpu+gloo"
+    # Re-tracing the lazy graph costs the host ~20 ms a step that XLA:CPU, sharing the
+    # host's cores, cannot hide behind execution; dynamo replays the traced graphs.
+    compile_by_default = True
 
     def __init__(self) -> None:
         import torch_xla
@@ -114,6 +119,7 @@ class EagerCpu:
     """Eager PyTorch on the CPU, gradients averaged over gloo if a group exists."""
 
     name = "eager-cpu"
+    compile_by_default = False  # no XLA graph to trace
 
     def __init__(self) -> None:
         self.device = torch.device("cpu")
@@ -152,6 +158,9 @@ class SpmdDataParallel:
     """
 
     name = "tpu-spmd"
+    # Lazy tracing overlaps the TPU's asynchronous execution; dynamo with SPMD is
+    # unmeasured here (XLA:CPU cannot form this mesh).
+    compile_by_default = False
 
     def __init__(self, num_slices: int) -> None:
         import torch_xla

@@ -263,7 +263,7 @@ def train(
     materialize_state(optimizer)
     params = list(model.parameters())
     loss_fn = model.loss
-    if cfg.compile and par.name != "eager-cpu":
+    if use_compile(cfg, par):
         loss_fn = torch.compile(model.loss, backend="openxla")
 
     corpus = load_corpus(cfg.data)
@@ -311,6 +311,13 @@ def train(
             _hold(cfg.hold_timeout_s)
     logger.flush(par)
     return TrainSummary(start, cfg.steps, attempt, time.perf_counter() - t0, model)
+
+
+def use_compile(cfg: TrainConfig, par: Parallelism) -> bool:
+    """Whether the forward/backward runs through ``torch.compile(backend="openxla")``."""
+    if par.name == "eager-cpu":
+        return False
+    return par.compile_by_default if cfg.compile is None else cfg.compile
 
 
 def make_parallelism(num_slices: int = 1, eager: bool = False) -> Parallelism:

@@ -70,9 +70,12 @@ def test_launcher_command_line_round_trips() -> None:
     opts = LaunchOptions(storage_path="gs://bucket/runs", run_name="r1", max_failures=5,
                          progress=False)
     assert from_argv(to_argv(cfg, opts)) == (cfg, opts)
-    plain = TrainConfig()
-    assert "--compile" not in to_argv(plain, opts)
+    plain = TrainConfig()  # compile=None: the platform's default, said by neither flag
+    assert not {"--compile", "--no-compile"} & set(to_argv(plain, opts))
     assert from_argv(to_argv(plain, opts))[0] == plain
+    lazy = TrainConfig(compile=False)
+    assert "--no-compile" in to_argv(lazy, opts)
+    assert from_argv(to_argv(lazy, opts))[0] == lazy
 
 
 def _stack(tmp_path: Path, slices: list[dict[str, object]]) -> Path:

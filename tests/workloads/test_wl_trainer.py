@@ -50,30 +50,44 @@ def test_resumed_run_continues_the_same_stream_exactly(tmp_path: Path, text_dir:
 
 @pytest.mark.slow
 def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path) -> None:
-    """Fresh interpreter: XLA's metrics are per process."""
+    """Both XLA paths: lazy tracing (the TPU default) and the dynamo-compiled forward/backward
+    (the XLA:CPU default). Fresh interpreter: XLA's metrics are per process."""
     script = textwrap.dedent(
         f"""
-        import json, torch_xla.debug.metrics as met
+        import dataclasses, json, torch_xla.debug.metrics as met
         from raytpu.catalog import slice_shape
         from raytpu.workloads.config import ModelConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.trainer import HostPlace, InProcessHooks, make_parallelism, train
         cfg = TrainConfig(steps=8, data={str(text_dir)!r}, batch_per_host=2,
-                          checkpoint_every=100, model=ModelConfig(**{TINY.__dict__!r}))
+                          checkpoint_every=100, model=ModelConfig(**{TINY.__dict__!r}),
+                          compile=False)
+        basis = MfuBasis.for_run(cfg.model, slice_shape(cfg.tpu), 1, simulated=True)
+
+        def compiles():
+            return met.metric_data("CompileTime")[0]
+
+        def run(cfg, eager=False):
+            hooks = InProcessHooks()
+            train(cfg, make_parallelism(eager=eager), hooks, HostPlace(0, 1, 0), basis)
+            return [(r["step"], r["loss"]) for r in hooks.records]
+
         out = {{}}
         # XLA first: a CPU backward before the XLA runtime exists sizes autograd's device
         # queues without it (INTERNAL ASSERT in engine.cpp).
-        for eager in (False, True):
-            hooks = InProcessHooks()
-            basis = MfuBasis.for_run(cfg.model, slice_shape(cfg.tpu), 1, simulated=True)
-            train(cfg, make_parallelism(eager=eager), hooks, HostPlace(0, 1, 0), basis)
-            out["eager" if eager else "xla"] = [r["loss"] for r in hooks.records]
-        out["compiles"] = met.metric_data("CompileTime")[0]
+        out["xla"] = run(cfg)
+        out["compiles"] = compiles()
+        # The XLA:CPU default. A 2-step run builds every graph; 8 steps at other learning
+        # rates (a new model, so dynamo traces again) must find them all in XLA's cache.
+        dynamo = dataclasses.replace(cfg, compile=None)
+        run(dataclasses.replace(dynamo, steps=2))
+        before = compiles()
+        out["compiled_graphs"] = before - out["compiles"]
+        out["compiled"] = run(dynamo)
+        out["compiled_new_graphs"] = compiles() - before
+        out["eager"] = run(cfg, eager=True)
         # Losses fetched 3 steps at a time by async step closures (the TPU default is 10).
-        hooks = InProcessHooks()
-        windowed = TrainConfig(**{{**cfg.__dict__, "log_every": 3}})
-        train(windowed, make_parallelism(), hooks, HostPlace(0, 1, 0), basis)
-        out["windowed"] = [(r["step"], r["loss"]) for r in hooks.records]
+        out["windowed"] = run(dataclasses.replace(cfg, log_every=3))
         print(json.dumps(out))
         """
     )
@@ -85,11 +99,84 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
     # One process, nothing to average: the whole step is one graph, compiled once whatever
     # the step's learning rate; the end-of-run checkpoint only transfers device data.
     assert out["compiles"] == 1
-    assert len(out["xla"]) == 8
-    for e, x in zip(out["eager"], out["xla"], strict=True):
-        assert x == pytest.approx(e, rel=2e-3)
+    # Dynamo's forward and backward (plus its constant seed gradient), the lazy optimizer.
+    assert out["compiled_graphs"] == 4
+    assert out["compiled_new_graphs"] == 0
+    eager = [loss for _, loss in out["eager"]]
+    for path in ("xla", "compiled"):
+        assert [step for step, _ in out[path]] == list(range(1, 9))
+        for e, (_, x) in zip(eager, out[path], strict=True):
+            assert x == pytest.approx(e, rel=2e-3)
     assert [step for step, _ in out["windowed"]] == list(range(1, 9))  # 3 + 3 + flushed 2
-    assert [loss for _, loss in out["windowed"]] == pytest.approx(out["xla"], rel=1e-5)
+    assert [loss for _, loss in out["windowed"]] == pytest.approx(
+        [loss for _, loss in out["xla"]], rel=1e-5
+    )
+
+
+@pytest.mark.slow
+def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
+    tmp_path: Path, text_dir: Path
+) -> None:
+    """XlaAdamW (the optimizer on XLA devices) against torch's AdamW, and a compiled XLA:CPU
+    run resumed from its checkpoint against the same run straight through."""
+    script = textwrap.dedent(
+        f"""
+        import json, pathlib, torch, torch_xla
+        from raytpu.catalog import slice_shape
+        from raytpu.workloads.config import ModelConfig, OptimConfig, TrainConfig
+        from raytpu.workloads.metrics import MfuBasis
+        from raytpu.workloads.model import ByteLM
+        from raytpu.workloads.optim import XlaAdamW, build_optimizer, materialize_state, set_lr
+        from raytpu.workloads.trainer import HostPlace, InProcessHooks, make_parallelism, train
+        tiny = ModelConfig(**{TINY.__dict__!r})
+        dev = torch_xla.device()
+        out = {{}}
+        batches = [torch.randint(0, 256, (2, 33), generator=torch.Generator().manual_seed(i))
+                   for i in range(4)]
+        for kind in ("torch", "xla"):
+            torch.manual_seed(0)
+            model = ByteLM(tiny).to(dev)
+            opt = build_optimizer(model, OptimConfig())
+            out["picked"] = type(opt).__name__
+            if kind == "torch":
+                opt = torch.optim.AdamW(opt.param_groups, foreach=True)
+            materialize_state(opt)
+            for i, b in enumerate(batches):
+                set_lr(opt, 1e-3 * (i + 1))
+                opt.zero_grad(set_to_none=True)
+                model.loss(b.to(dev)).backward()
+                opt.step()
+                torch_xla.sync()
+            out[kind] = torch.cat([p.detach().cpu().reshape(-1) for p in model.parameters()]
+                                  ).tolist()
+            state = opt.state_dict()["state"][0]
+            out[kind + "_state"] = sorted(state), float(state["step"])
+        basis = MfuBasis.for_run(tiny, slice_shape("v4-16"), 1, simulated=True)
+        base = dict(model=tiny, data={str(text_dir)!r}, batch_per_host=2, checkpoint_every=3)
+        ckpt = pathlib.Path({str(tmp_path / "ckpt")!r})
+        for name, steps, folder in (("straight", 7, None), ("first", 4, ckpt),
+                                    ("second", 7, ckpt)):
+            hooks = InProcessHooks(folder)
+            train(TrainConfig(steps=steps, **base), make_parallelism(), hooks,
+                  HostPlace(0, 1, 0), basis)
+            out[name] = [(r["step"], r["loss"]) for r in hooks.records]
+        print(json.dumps(out))
+        """
+    )
+    env = dict(os.environ, PJRT_DEVICE="CPU")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["picked"] == "XlaAdamW"
+    # Up to float32 rounding (XLA computes the bias corrections on the device).
+    assert out["xla"] == pytest.approx(out["torch"], rel=1e-4, abs=1e-5)
+    # Same state layout, so checkpoints load into either optimizer.
+    assert out["xla_state"] == out["torch_state"] == [["exp_avg", "exp_avg_sq", "step"], 4.0]
+    assert [s for s, _ in out["first"]] == [1, 2, 3, 4]
+    assert [s for s, _ in out["second"]] == [5, 6, 7]
+    resumed = [loss for _, loss in out["first"] + out["second"]]
+    assert resumed == pytest.approx([loss for _, loss in out["straight"]], rel=1e-5)
 
 
 @pytest.mark.slow
@@ -101,8 +188,9 @@ def test_gloo_grad_sync_keeps_hosts_identical(text_dir: Path) -> None:
     results = run_processes(cfg, 2, timeout_s=300)
     assert [r.rank for r in results] == [0, 1]
     assert results[0].param_checksum == results[1].param_checksum
-    # Forward/backward and optimizer graphs (the grads cross the host between them).
-    assert [r.compiles for r in results] == [2, 2]
+    # The XLA:CPU default: dynamo's forward and backward graphs (and the backward's seed
+    # gradient, a constant 1), then the lazy optimizer graph after the grads crossed the host.
+    assert [r.compiles for r in results] == [4, 4]
     assert [r["step"] for r in results[0].records] == [1, 2, 3, 4, 5]
     assert results[1].records == []  # only rank 0 reports
     # The reported loss is the mean over both hosts' (different) batches.
