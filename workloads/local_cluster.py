@@ -20,6 +20,7 @@ import importlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -46,6 +47,13 @@ _QUIET_RAY = {
     "RAY_task_events_report_interval_ms": "0",
     "RAY_event_stats": "0",
 }
+
+# Ray >= 2.52 turns token auth on for `ray start --head` whenever a token file exists
+# (~/.ray/auth_token, which any local `ray.init()` writes), yet not for the nodes that join
+# it: those are refused with InvalidAuthToken. So a simulated cluster never depends on
+# ~/.ray: every process of it, the driver included, gets token auth and the cluster's own
+# token, which also keeps other users of the machine out of the simulated hosts.
+_AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 
 
 class LocalClusterError(RuntimeError):
@@ -100,6 +108,7 @@ class LocalSlices:
     _port: int = field(default=0, init=False)
     _saved_env: dict[str, str | None] = field(default_factory=dict, init=False)
     _mark: str = field(default_factory=lambda: uuid.uuid4().hex, init=False)
+    _token: str = field(default_factory=lambda: secrets.token_hex(16), init=False, repr=False)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -129,8 +138,14 @@ class LocalSlices:
         return self.scratch / "ray"
 
     def _base_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "TPU_"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("RAY_ADDRESS", "TPU_")) and k not in _AUTH_ENV
+        }
         env.update(
+            RAY_AUTH_MODE="token",
+            RAY_AUTH_TOKEN=self._token,
             RAY_TMPDIR=str(self.temp_dir),
             RAY_USAGE_STATS_ENABLED="0",
             PJRT_DEVICE="CPU",
@@ -202,10 +217,13 @@ class LocalSlices:
             "RAY_TRAIN_METRICS_ENABLED": "0",
             "RAY_enable_metrics_collection": "0",
             **_QUIET_RAY,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": self._token,
         }
         for key, value in driver_env.items():
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
+        _reload_ray_auth()
         ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=True)
         self.wait_for_hosts(len(self.hosts))
 
@@ -356,9 +374,21 @@ class LocalSlices:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        if self._saved_env:
+            _reload_ray_auth()
         self._saved_env.clear()
         if self._owns_scratch and self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _reload_ray_auth() -> None:
+    """Make this process's Ray re-read the auth mode and token from the environment.
+
+    Both are cached per process (RayConfig, the token loader) from the first Ray call on.
+    """
+    raylet: Any = importlib.import_module("ray._raylet")  # compiled; its stub lacks these
+    raylet.Config.initialize("")
+    raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _psutil() -> Any:

@@ -6,7 +6,11 @@ in its own process with its own cluster (test_wl_rehearsal.py).
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,13 +30,41 @@ V4_16 = slice_shape("v4-16")
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalSlices]:
-    c = LocalSlices(V4_16)
-    with c:
-        groups = c._groups()
-        yield c
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlices]:
+    # A home with someone's ~/.ray/auth_token, as any earlier local `ray.init()` leaves:
+    # Ray then starts the head with token auth, and the cluster must still come up.
+    home = tmp_path_factory.mktemp("home")
+    (home / ".ray").mkdir()
+    (home / ".ray" / "auth_token").write_text(uuid.uuid4().hex)
+    saved_home = os.environ["HOME"]
+    os.environ["HOME"] = str(home)
+    try:
+        c = LocalSlices(V4_16)
+        with c:
+            groups = c._groups()
+            yield c
+    finally:
+        os.environ["HOME"] = saved_home
     # Every process of every node is gone (agents included), not just the raylets.
     assert groups and all(_group_members(g) == [] for g in groups)
+
+
+def _connect(address: str, token: str) -> subprocess.CompletedProcess[str]:
+    """A separate driver that joins the cluster with ``token`` and counts its nodes."""
+    probe = f"import ray; ray.init(address={address!r}); print(len(ray.nodes()))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cluster_admits_only_drivers_with_its_token(cluster: LocalSlices) -> None:
+    ok = _connect(cluster.address, cluster._token)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert ok.stdout.strip().splitlines()[-1] == "3"  # the head and two hosts
+    wrong = _connect(cluster.address, uuid.uuid4().hex)
+    assert wrong.returncode != 0
+    assert "InvalidAuthToken" in wrong.stderr
 
 
 def test_nodes_look_like_a_v4_16_slice(cluster: LocalSlices) -> None:
