@@ -7,9 +7,12 @@ per problem on stderr, naming the flag and its value; failures after the start e
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -52,6 +55,52 @@ RunName = Annotated[
 DEFAULTS = TrainConfig()
 MODEL = ModelConfig()
 OPTIM = OptimConfig()
+
+
+
+def _flag(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=annotation)
+
+
+# The model, optimizer and data flags: what `build_config` takes besides the slice shape,
+# declared once so that `train` and `submit` cannot drift apart.
+TRAINER_FLAGS = (
+    _flag("steps", Steps, DEFAULTS.steps),
+    _flag("data", Data, None),
+    _flag("checkpoint_every", CheckpointEvery, DEFAULTS.checkpoint_every),
+    _flag("batch_per_host", BatchPerHost, DEFAULTS.batch_per_host),
+    _flag("n_layers", Layers, MODEL.n_layers),
+    _flag("d_model", Width, MODEL.d_model),
+    _flag("n_heads", Heads, MODEL.n_heads),
+    _flag("seq_len", SeqLen, MODEL.seq_len),
+    _flag("lr", Lr, OPTIM.lr),
+    _flag("warmup_steps", Warmup, OPTIM.warmup_steps),
+    _flag("seed", Seed, DEFAULTS.seed),
+    _flag("compile", Compile, DEFAULTS.compile),
+)
+
+
+def with_trainer_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a typer command the :data:`TRAINER_FLAGS` options.
+
+    The command declares a first parameter ``trainer: dict[str, Any]`` instead of the
+    flags themselves and receives their values in it, keyed by ``build_config``'s names.
+    """
+    sig = inspect.signature(command, eval_str=True)
+    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+           for p in sig.parameters.values() if p.name != "trainer"]
+    params = [*own, *TRAINER_FLAGS]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> None:
+        trainer = {p.name: kwargs.pop(p.name) for p in TRAINER_FLAGS}
+        command(trainer=trainer, **kwargs)
+
+    # typer reads the options from these two, not from the wrapped function.
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return wrapper
 
 
 class BadFlags(Exception):
@@ -136,13 +185,14 @@ def register(app: typer.Typer) -> None:
     """Add ``train`` and ``submit`` to the CLI."""
 
     @app.command()
+    @with_trainer_flags
     def train(
+        trainer: dict[str, Any],
         local: Annotated[
             bool, typer.Option("--local", help="Simulate the slice with local Ray nodes (CPU)")
         ] = False,
         tpu: Tpu = DEFAULTS.tpu,
         slices: Slices = DEFAULTS.slices,
-        steps: Steps = DEFAULTS.steps,
         checkpoint_dir: Annotated[
             Path,
             typer.Option("--checkpoint-dir", help="Ray Train storage path (resumes from it)"),
@@ -150,24 +200,13 @@ def register(app: typer.Typer) -> None:
         metrics_out: Annotated[
             Path | None, typer.Option("--metrics-out", help="JSON lines, one per step")
         ] = None,
-        data: Data = None,
         fail_host_at_step: Annotated[
             int | None,
             typer.Option("--fail-host-at-step", help="Kill one simulated host after step K"),
         ] = None,
-        checkpoint_every: CheckpointEvery = DEFAULTS.checkpoint_every,
         max_failures: MaxFailures = LaunchOptions.max_failures,
         run_name: RunName = LaunchOptions.run_name,
-        batch_per_host: BatchPerHost = DEFAULTS.batch_per_host,
-        n_layers: Layers = MODEL.n_layers,
-        d_model: Width = MODEL.d_model,
-        n_heads: Heads = MODEL.n_heads,
-        seq_len: SeqLen = MODEL.seq_len,
-        lr: Lr = OPTIM.lr,
-        warmup_steps: Warmup = OPTIM.warmup_steps,
-        seed: Seed = DEFAULTS.seed,
         log_every: LogEvery = DEFAULTS.log_every,
-        compile: Compile = DEFAULTS.compile,
         progress: Annotated[
             bool, typer.Option("--progress/--no-progress", help="Show a progress bar")
         ] = True,
@@ -183,11 +222,8 @@ def register(app: typer.Typer) -> None:
             problems.append(f"--max-failures: {max_failures} must not be negative")
         try:
             cfg = build_config(
-                tpu=tpu, slices=slices, steps=steps, data=data,
-                checkpoint_every=checkpoint_every, batch_per_host=batch_per_host,
-                n_layers=n_layers, d_model=d_model, n_heads=n_heads, seq_len=seq_len, lr=lr,
-                warmup_steps=warmup_steps, seed=seed, log_every=log_every, compile=compile,
-                fail_host_at_step=fail_host_at_step,
+                tpu=tpu, slices=slices, log_every=log_every,
+                fail_host_at_step=fail_host_at_step, **trainer,
             )
         except BadFlags as e:
             problems += e.problems
@@ -223,7 +259,9 @@ def register(app: typer.Typer) -> None:
         print(line)
 
     @app.command()
+    @with_trainer_flags
     def submit(
+        trainer: dict[str, Any],
         stack: Annotated[str, typer.Option("--stack", "-s", help="stacks/Pulumi.<NAME>.yaml")],
         stacks_dir: Annotated[
             Path, typer.Option("--stacks-dir", help="Folder of Pulumi.<stack>.yaml files")
@@ -242,21 +280,10 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Print the submission as JSON; contact nothing")
         ] = False,
-        steps: Steps = DEFAULTS.steps,
-        data: Data = None,
-        checkpoint_every: CheckpointEvery = DEFAULTS.checkpoint_every,
         max_failures: MaxFailures = LaunchOptions.max_failures,
         run_name: RunName = LaunchOptions.run_name,
-        batch_per_host: BatchPerHost = DEFAULTS.batch_per_host,
-        n_layers: Layers = MODEL.n_layers,
-        d_model: Width = MODEL.d_model,
-        n_heads: Heads = MODEL.n_heads,
-        seq_len: SeqLen = MODEL.seq_len,
-        lr: Lr = OPTIM.lr,
-        warmup_steps: Warmup = OPTIM.warmup_steps,
-        seed: Seed = DEFAULTS.seed,
+        # On TPU a loss fetch is a host round-trip: log every 10 steps unless asked.
         log_every: LogEvery = 10,
-        compile: Compile = DEFAULTS.compile,
     ) -> None:
         """Submit the trainer to the stack's RayCluster (Ray Job Submission API)."""
         import json
@@ -267,12 +294,7 @@ def register(app: typer.Typer) -> None:
             sub = build_submission(
                 stack=stack, stacks_dir=stacks_dir, slice_group=slice_group, slices=slices,
                 address=address, run_name=run_name, max_failures=max_failures,
-                trainer=dict(
-                    steps=steps, data=data, checkpoint_every=checkpoint_every,
-                    batch_per_host=batch_per_host, n_layers=n_layers, d_model=d_model,
-                    n_heads=n_heads, seq_len=seq_len, lr=lr, warmup_steps=warmup_steps,
-                    seed=seed, log_every=log_every, compile=compile,
-                ),
+                trainer={**trainer, "log_every": log_every},
             )
         except BadFlags as e:
             raise _exit_bad(e.problems) from None

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from raytpu.cli import app
+from raytpu.workloads.commands import TRAINER_FLAGS
 from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
 from typer.testing import CliRunner
 
@@ -106,6 +107,26 @@ def test_submit_dry_run_prints_the_submission(tmp_path: Path) -> None:
     assert sub["runtime_env"]["env_vars"]["PJRT_DEVICE"] == "TPU"
     assert sub["address"] == "http://127.0.0.1:8265"
     assert "kubectl port-forward svc/rc-test-head-svc 8265:8265 -n ray-ns" in err
+
+
+def test_submit_carries_every_trainer_flag(tmp_path: Path) -> None:
+    # One non-default value per shared trainer flag: each must reach the job's launcher.
+    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16"}])
+    flags = ["--steps", "77", "--data", "gs://c/t", "--checkpoint-every", "7",
+             "--batch-per-host", "3", "--n-layers", "5", "--d-model", "96", "--n-heads", "6",
+             "--seq-len", "64", "--lr", "0.0007", "--warmup-steps", "4", "--seed", "9",
+             "--compile", "--log-every", "2"]
+    assert {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")} == {
+        p.name for p in TRAINER_FLAGS} | {"log_every"}
+    code, out, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run",
+                          *flags)
+    assert code == 0, err
+    cfg, _ = from_argv(shlex.split(json.loads(out)["entrypoint"])[3:])
+    m, o = cfg.model, cfg.optim
+    assert (cfg.steps, cfg.data, cfg.checkpoint_every, cfg.batch_per_host, cfg.seed,
+            cfg.compile, cfg.log_every) == (77, "gs://c/t", 7, 3, 9, True, 2)
+    assert (m.n_layers, m.d_model, m.n_heads, m.seq_len) == (5, 96, 6, 64)
+    assert (o.lr, o.warmup_steps) == (0.0007, 4)
 
 
 @pytest.mark.parametrize(
