@@ -49,6 +49,7 @@ else:
 
 AutoscalerVersion = Literal["v1", "v2"]
 UpscalingMode = Literal["Default", "Aggressive", "Conservative"]
+AuthMode = Literal["disabled", "token"]
 SubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
 SUBMISSION_MODES: tuple[str, ...] = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
 
@@ -178,6 +179,30 @@ class GcsFaultToleranceOptionsArgs:
 
 
 @pulumi.input_type
+class AuthOptionsArgs:
+    """``spec.authOptions``: Ray token authentication (KubeRay >= 1.5.1, Ray >= 2.52).
+
+    With ``mode: token`` and no ``secretName`` the operator generates a Secret named after
+    the RayCluster (data key ``auth_token``) and sets ``RAY_AUTH_MODE``/``RAY_AUTH_TOKEN``
+    in every Ray container, a RayJob's submitter included.
+    """
+
+    mode: str | None = pulumi.property("mode", default=None)
+    secret_name: str | None = pulumi.property("secretName", default=None)
+    enable_k8s_token_auth: bool | None = pulumi.property("enableK8sTokenAuth", default=None)
+
+    def __init__(
+        self,
+        *,
+        mode: AuthMode | None = "token",
+        secret_name: str | None = None,
+        enable_k8s_token_auth: bool | None = None,
+    ) -> None:
+        _set_all(self, {"mode": mode, "secret_name": secret_name,
+                        "enable_k8s_token_auth": enable_k8s_token_auth})
+
+
+@pulumi.input_type
 class RayClusterSpecArgs:
     """``RayCluster.spec`` (also ``RayJob.spec.rayClusterSpec``)."""
 
@@ -195,6 +220,7 @@ class RayClusterSpecArgs:
     gcs_fault_tolerance_options: GcsFaultToleranceOptionsArgs | None = pulumi.property(
         "gcsFaultToleranceOptions", default=None
     )
+    auth_options: AuthOptionsArgs | None = pulumi.property("authOptions", default=None)
 
     def __init__(
         self,
@@ -205,6 +231,7 @@ class RayClusterSpecArgs:
         enable_in_tree_autoscaling: bool | None = None,
         autoscaler_options: AutoscalerOptionsArgs | None = None,
         gcs_fault_tolerance_options: GcsFaultToleranceOptionsArgs | None = None,
+        auth_options: AuthOptionsArgs | None = None,
     ) -> None:
         names = [w.group_name for w in worker_group_specs or ()]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -221,6 +248,7 @@ class RayClusterSpecArgs:
             "ray_version": ray_version, "enable_in_tree_autoscaling": enable_in_tree_autoscaling,
             "autoscaler_options": autoscaler_options,
             "gcs_fault_tolerance_options": gcs_fault_tolerance_options,
+            "auth_options": auth_options,
         })
 
 

@@ -51,6 +51,8 @@ from raytpu.components.k8s_objects import (
     Toleration,
 )
 from raytpu.components.ray_resources import (
+    AuthMode,
+    AuthOptionsArgs,
     AutoscalerOptionsArgs,
     HeadGroupSpecArgs,
     RayCluster,
@@ -58,6 +60,7 @@ from raytpu.components.ray_resources import (
     WorkerGroupSpecArgs,
 )
 from raytpu.names import DNS_LABEL
+from raytpu.versions import version_tuple
 
 # Share of the VM a Ray worker requests: the rest is left to kubelet/system reservations and
 # the node's DaemonSets (TPU device plugin, GKE metadata server, logging).
@@ -133,6 +136,10 @@ class TpuRayClusterArgs:
     """Extra labels for every object and pod template (never ``app.kubernetes.io/name``)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for every Ray container."""
+    auth: AuthMode = "token"
+    """Ray token authentication (``spec.authOptions``): the dashboard, Job Submission API and
+    GCS accept only callers holding the token KubeRay keeps in the Secret named after the
+    cluster. ``disabled``: anyone who reaches the head can run code on every slice."""
 
     @property
     def autoscaling_enabled(self) -> bool:
@@ -150,6 +157,7 @@ class ArgKeys:
     namespace: str = "namespace"
     service_account: str = "service_account"
     image: str = "image"
+    auth: str = "auth"
     access_cidrs: str = "access_cidrs"
     labels: str = "labels"
     slice: Callable[[int], str] = field(default=lambda i: f"slices[{i}]")
@@ -214,6 +222,12 @@ def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[
         problems.append(f"{k.access_cidrs}: required with the dashboard internal load balancer "
                         "(otherwise every address in the VPC can reach the Ray dashboard and "
                         "client)")
+    if args.auth not in ("token", "disabled"):
+        problems.append(f"{k.auth}: {args.auth!r} is not an auth mode; valid: token, disabled")
+    elif args.auth == "token" and (version_tuple(args.ray_version)
+                                   < version_tuple(versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH)):
+        problems.append(f"{k.auth}: 'token' needs Ray >= {versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH}"
+                        f", rayVersion is {args.ray_version}; upgrade Ray or set 'disabled'")
     tag = image_ray_version(args.image)
     if tag is not None and tag != args.ray_version:
         problems.append(f"{k.image}: {args.image!r} carries Ray {tag} but rayVersion is "
@@ -379,6 +393,9 @@ class TpuRayCluster(pulumi.ComponentResource):
             "namespace": args.namespace,
             "headService": f"{args.cluster_name}-head-svc",
             "dashboardPortForward": dashboard_command(args.cluster_name, args.namespace),
+            "authMode": args.auth,
+            "authTokenCommand": (auth_token_command(args.cluster_name, args.namespace)
+                                 if args.auth == "token" else None),
             "workerGroups": [group_summary(s) for s in args.slices],
         }
         self.register_outputs(self.outputs)
@@ -423,6 +440,8 @@ class TpuRayCluster(pulumi.ComponentResource):
                 version="v2", idle_timeout_seconds=a.idle_timeout_seconds,
                 upscaling_mode="Default",
             ) if autoscale else None,
+            # Unset means disabled: left out then, so older CRDs accept the object too.
+            auth_options=AuthOptionsArgs(mode="token") if a.auth == "token" else None,
         )
 
     def _worker(self, s: SliceGroup, labels: Mapping[str, str]) -> WorkerGroupSpecArgs:
@@ -462,6 +481,19 @@ class TpuRayCluster(pulumi.ComponentResource):
 def dashboard_command(cluster_name: str, namespace: str) -> str:
     p = versions.Ports.RAY_DASHBOARD
     return f"kubectl -n {namespace} port-forward svc/{cluster_name}-head-svc {p}:{p}"
+
+
+def auth_secret_name(cluster_name: str) -> str:
+    """The Secret KubeRay generates for ``authOptions.mode: token``: ``utils.CheckName`` of
+    the cluster name (its last 50 characters; a leading digit or '-' becomes 'r')."""
+    s = cluster_name[-50:]
+    return "r" + s[1:] if s[:1].isdigit() or s[:1] == "-" else s
+
+
+def auth_token_command(cluster_name: str, namespace: str) -> str:
+    """Shell that gives a Ray client (``ray job submit``, ``raytpu submit``) the token."""
+    return (f"export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(kubectl -n {namespace} get secret "
+            f"{auth_secret_name(cluster_name)} -o jsonpath='{{.data.auth_token}}' | base64 -d)")
 
 
 def group_summary(s: SliceGroup) -> dict[str, Any]:

@@ -143,6 +143,8 @@ class RayConfig(_Model):
     head_cpu: str = "4"
     head_memory: str = "16Gi"
     dashboard_internal_lb: bool = False
+    auth: Literal["token", "disabled"] = "token"
+    """Ray token authentication for the dashboard, Job Submission API and GCS."""
 
 
 class StorageConfig(_Model):
@@ -211,6 +213,15 @@ class StackConfig(_Model):
                     f"raytpu:zone: TPU {gen.name} (raytpu:slices[{i}].tpu {s.tpu!r}) is not "
                     f"documented in {self.zone!r}; documented zones: {', '.join(gen.zones)}"
                 )
+        if self.ray.auth == "token" and self.kuberay.mode == "gke-addon":
+            r = self.ray
+            out.append(
+                "raytpu:ray.auth: 'token' is spec.authOptions, which KubeRay "
+                f"{versions.MIN_KUBERAY_VERSION_FOR_AUTH_OPTIONS}+ honours; the GKE add-on's "
+                "KubeRay version is GKE's, and an older one drops the field silently. After "
+                f"`pulumi up`, `kubectl -n {r.namespace} get raycluster {r.cluster_name} "
+                "-o jsonpath='{.spec.authOptions}'` must not be empty"
+            )
         return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from raytpu import versions
 from raytpu.components.kuberay_operator import (
     WEBHOOK_NAMESPACE,
     KubeRayOperator,
@@ -25,6 +26,7 @@ from raytpu.components.tpu_ray_cluster import (
     TpuRayClusterArgs,
     args_problems,
 )
+from raytpu.versions import version_tuple
 
 from .config import ConfigError, StackConfig
 
@@ -37,6 +39,7 @@ def config_keys(cfg: StackConfig) -> ArgKeys:
         service_account="raytpu:ray.serviceAccount",
         # The default image is this stack's registry with raytpu:ray.imageTag.
         image="raytpu:ray.image" if cfg.ray.image else "raytpu:ray.imageTag",
+        auth="raytpu:ray.auth",
         access_cidrs="raytpu:network.rayAccessCidrs",
         labels="raytpu:ray.labels",
         slice=lambda i: f"raytpu:slices[{i}]",
@@ -86,6 +89,7 @@ def cluster_args(
         head_memory=r.head_memory,
         idle_timeout_seconds=r.idle_timeout_seconds,
         dashboard_internal_lb=r.dashboard_internal_lb,
+        auth=r.auth,
         access_cidrs=tuple(cfg.network.ray_access_cidrs),
         create_namespace=create_namespace,
     )
@@ -102,6 +106,13 @@ def _checked(
         cluster_args(cfg, gsa_email=gsa_email, system_pool=system_pool, tpu_pools=tpu_pools),
         config_keys(cfg),
     )
+    k = cfg.kuberay
+    need = versions.MIN_KUBERAY_VERSION_FOR_AUTH_OPTIONS
+    if (cfg.ray.auth == "token" and k.mode == "helm"
+            and version_tuple(k.version) < version_tuple(need)):
+        # An older CRD prunes spec.authOptions: the cluster would silently run without auth.
+        problems.append(f"raytpu:ray.auth: 'token' needs KubeRay >= {need}, "
+                        f"raytpu:kuberay.version is {k.version}; upgrade it or set 'disabled'")
     try:
         op_args = operator_args(cfg)
     except ValueError as e:  # KubeRayOperatorArgs names its field: prefix the config path
@@ -168,6 +179,8 @@ def build_ray(
         "ray_namespace": cluster.outputs["namespace"],
         "ray_dashboard_command": cluster.outputs["dashboardPortForward"],
         "ray_worker_groups": cluster.outputs["workerGroups"],
+        "ray_auth_mode": cluster.outputs["authMode"],
+        "ray_auth_token_command": cluster.outputs["authTokenCommand"],
         "ray_workload_identity_member": (
             f"serviceAccount:{cfg.project}.svc.id.goog"
             f"[{cfg.ray.namespace}/{cfg.ray.service_account}]"

@@ -19,6 +19,10 @@ TORCH_XLA_VERSION = "2.9.0"
 KUBERAY_VERSION = "1.7.0"
 MIN_RAY_VERSION_FOR_KUBERAY = "2.38.0"
 RAY_API_VERSION = "ray.io/v1"
+# Ray token authentication: Ray >= 2.52.0, and RayCluster.spec.authOptions from KubeRay 1.5.1
+# (docs.ray.io "Configure Ray clusters to use token authentication").
+MIN_RAY_VERSION_FOR_TOKEN_AUTH = "2.52.0"
+MIN_KUBERAY_VERSION_FOR_AUTH_OPTIONS = "1.5.1"
 
 
 @dataclass(frozen=True)

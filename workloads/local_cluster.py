@@ -36,6 +36,8 @@ from typing import Any
 
 from raytpu.catalog import SliceShape
 
+from . import ray_auth
+
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's floor is 75 MiB; the trainer moves no objects
 NODE_START_TIMEOUT_S = 60.0
 
@@ -47,13 +49,6 @@ _QUIET_RAY = {
     "RAY_task_events_report_interval_ms": "0",
     "RAY_event_stats": "0",
 }
-
-# Ray >= 2.52 turns token auth on for `ray start --head` whenever a token file exists
-# (~/.ray/auth_token, which any local `ray.init()` writes), yet not for the nodes that join
-# it: those are refused with InvalidAuthToken. So a simulated cluster never depends on
-# ~/.ray: every process of it, the driver included, gets token auth and the cluster's own
-# token, which also keeps other users of the machine out of the simulated hosts.
-_AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 
 
 class LocalClusterError(RuntimeError):
@@ -106,8 +101,14 @@ class LocalSlices:
     _head_pgid: int | None = field(default=None, init=False)
     _owns_scratch: bool = field(default=False, init=False)
     _port: int = field(default=0, init=False)
+    dashboard_port: int = field(default=0, init=False)
     _saved_env: dict[str, str | None] = field(default_factory=dict, init=False)
     _mark: str = field(default_factory=lambda: uuid.uuid4().hex, init=False)
+    # Ray >= 2.52 turns token auth on for `ray start --head` whenever a token file exists
+    # (~/.ray/auth_token, which any local `ray.init()` writes), yet not for the nodes that
+    # join it: those are refused with InvalidAuthToken. So a simulated cluster never depends
+    # on ~/.ray: every process of it, the driver included, gets token auth and this token,
+    # which also keeps other users of the machine out of the simulated hosts.
     _token: str = field(default_factory=lambda: secrets.token_hex(16), init=False, repr=False)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -141,11 +142,10 @@ class LocalSlices:
         env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("RAY_ADDRESS", "TPU_")) and k not in _AUTH_ENV
+            if not k.startswith(("RAY_ADDRESS", "TPU_")) and k not in ray_auth.ENV
         }
         env.update(
-            RAY_AUTH_MODE="token",
-            RAY_AUTH_TOKEN=self._token,
+            **{ray_auth.MODE_ENV: "token", ray_auth.TOKEN_ENV: self._token},
             RAY_TMPDIR=str(self.temp_dir),
             RAY_USAGE_STATS_ENABLED="0",
             PJRT_DEVICE="CPU",
@@ -178,6 +178,7 @@ class LocalSlices:
             self._owns_scratch = True
         self.temp_dir.mkdir(parents=True, exist_ok=True)
         self._port = _free_port()
+        self.dashboard_port = _free_port()
         head_env = dict(self._base_env(), RAYTPU_SIM_NODE="head")
         self._head_pgid = self._ray_start(
             "head",
@@ -187,7 +188,7 @@ class LocalSlices:
                 # The dashboard serves the state API Ray Train's placement-group cleaner polls.
                 "--include-dashboard=true",
                 "--dashboard-host=127.0.0.1",
-                f"--dashboard-port={_free_port()}",
+                f"--dashboard-port={self.dashboard_port}",
                 f"--ray-client-server-port={_free_port()}",
                 f"--dashboard-agent-listen-port={_free_port()}",
                 "--num-cpus=1",
@@ -217,13 +218,13 @@ class LocalSlices:
             "RAY_TRAIN_METRICS_ENABLED": "0",
             "RAY_enable_metrics_collection": "0",
             **_QUIET_RAY,
-            "RAY_AUTH_MODE": "token",
-            "RAY_AUTH_TOKEN": self._token,
+            ray_auth.MODE_ENV: "token",
+            ray_auth.TOKEN_ENV: self._token,
         }
         for key, value in driver_env.items():
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
-        _reload_ray_auth()
+        ray_auth.reload_from_env()
         ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=True)
         self.wait_for_hosts(len(self.hosts))
 
@@ -375,20 +376,10 @@ class LocalSlices:
             else:
                 os.environ[key] = value
         if self._saved_env:
-            _reload_ray_auth()
+            ray_auth.reload_from_env()
         self._saved_env.clear()
         if self._owns_scratch and self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def _reload_ray_auth() -> None:
-    """Make this process's Ray re-read the auth mode and token from the environment.
-
-    Both are cached per process (RayConfig, the token loader) from the first Ray call on.
-    """
-    raylet: Any = importlib.import_module("ray._raylet")  # compiled; its stub lacks these
-    raylet.Config.initialize("")
-    raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 def _psutil() -> Any:

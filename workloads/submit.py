@@ -8,11 +8,13 @@ so the runtime environment only carries environment variables.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import ray_auth
 from .commands import BadFlags, build_config
 from .config import LaunchOptions, to_argv
 
@@ -30,6 +32,8 @@ class Submission:
     cluster_name: str
     namespace: str
     storage_path: str
+    auth: str = "token"
+    """The stack's ``raytpu:ray.auth``: with ``token`` the Job Submission API needs the token."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -39,9 +43,16 @@ class Submission:
             f"svc/{self.cluster_name}-head-svc 8265:8265 -n {self.namespace}"
         )
 
+    @property
+    def token_hint(self) -> str:
+        from raytpu.components.tpu_ray_cluster import auth_token_command  # pulumi: ~0.4 s
+
+        return "get it with: " + auth_token_command(self.cluster_name, self.namespace)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "address": self.address,
+            "auth": self.auth,
             "entrypoint": self.entrypoint,
             "runtime_env": self.runtime_env,
             "metadata": self.metadata,
@@ -115,6 +126,7 @@ def build_submission(
         cluster_name=cfg.ray.cluster_name,
         namespace=cfg.ray.namespace,
         storage_path=storage_path,
+        auth=cfg.ray.auth,
         extra={"image": cfg.image, "topology": group.shape.topology,
                "hosts_per_slice": group.shape.hosts},
     )
@@ -126,13 +138,23 @@ def send_submission(sub: Submission) -> str:
         from ray.job_submission import JobSubmissionClient
     except ImportError as e:
         raise SubmitError(f"ray is not installed (pip install 'raytpu[workloads]'): {e}") from None
+    auth: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if sub.auth == "token":
+        if not ray_auth.has_token_in_env():
+            raise SubmitError(
+                "the stack's Ray cluster requires a token (raytpu:ray.auth: token) and neither "
+                f"{ray_auth.TOKEN_ENV} nor {ray_auth.TOKEN_PATH_ENV} is set; {sub.token_hint}")
+        auth = ray_auth.token_mode()  # the client sends the token only in token mode
     try:
-        client = JobSubmissionClient(sub.address)
-        job_id: str = client.submit_job(
-            entrypoint=sub.entrypoint, runtime_env=sub.runtime_env, metadata=sub.metadata
-        )
+        with auth:
+            client = JobSubmissionClient(sub.address)
+            job_id: str = client.submit_job(
+                entrypoint=sub.entrypoint, runtime_env=sub.runtime_env, metadata=sub.metadata
+            )
     except Exception as e:  # connection refused, HTTP errors: one line, with the fix
-        raise SubmitError(
-            f"cannot submit to {sub.address}: {type(e).__name__}: {e}. {sub.port_forward_hint}"
-        ) from None
+        refused = type(e).__name__ == "AuthenticationError"  # ray.exceptions: 401/403
+        hint = sub.token_hint if refused else sub.port_forward_hint
+        first = next((ln for ln in str(e).splitlines() if ln.strip()), "")  # Ray's run long
+        raise SubmitError(f"cannot submit to {sub.address}: {type(e).__name__}: {first}. {hint}"
+                          ) from None
     return job_id

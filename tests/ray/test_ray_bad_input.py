@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from pulumi.runtime import settings
-from ray_support import SAMPLES, program_calls_build_ray, ray_program
+from ray_support import SAMPLES, plan_ray, program_calls_build_ray, ray_program
 from raytpu.catalog import slice_shape
 from raytpu.config import ConfigError, StackConfig, parse_stack_config
 from raytpu.plan import run_program
@@ -93,6 +93,25 @@ def test_image_and_ray_version_disagree() -> None:
         {**RAW, "raytpu:ray": {"image": "rayproject/ray:2.52.0-py311"}})
     assert problem.startswith("raytpu:ray.image: 'rayproject/ray:2.52.0-py311' ")
     assert "carries Ray 2.52.0" in problem and "2.60.0" in problem
+
+
+def test_unknown_auth_mode() -> None:
+    problems = _problems_before_program({**RAW, "raytpu:ray": {"auth": "password"}})
+    assert problems == ["raytpu:ray.auth: 'password' is not valid; valid: 'token', 'disabled'"]
+
+
+def test_token_auth_needs_ray_2_52() -> None:
+    (problem,) = _ray_layer_problems({**RAW, "raytpu:ray": {"version": "2.50.0"}})
+    assert problem == ("raytpu:ray.auth: 'token' needs Ray >= 2.52.0, rayVersion is 2.50.0; "
+                       "upgrade Ray or set 'disabled'")
+    plan_ray({**RAW, "raytpu:ray": {"version": "2.50.0", "auth": "disabled"}})  # accepted
+
+
+def test_token_auth_needs_a_kuberay_with_auth_options() -> None:
+    # An older CRD would prune spec.authOptions: the cluster would run without auth.
+    (problem,) = _ray_layer_problems({**RAW, "raytpu:kuberay": {"version": "1.4.2"}})
+    assert problem == ("raytpu:ray.auth: 'token' needs KubeRay >= 1.5.1, raytpu:kuberay.version "
+                       "is 1.4.2; upgrade it or set 'disabled'")
 
 
 def test_cli_plan_exits_2_naming_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,13 +6,14 @@ import re
 from typing import Any
 
 import pytest
-from ray_support import GSA, RAYCLUSTER, SAMPLES, run_program, semantic_problems
+from ray_support import GSA, RAYCLUSTER, SAMPLES, plan_ray, run_program, semantic_problems
 from raytpu.catalog import MACHINE_RESOURCES, slice_shape
 from raytpu.components.tpu_ray_cluster import (
     SliceGroup,
     TpuRayCluster,
     TpuRayClusterArgs,
     args_problems,
+    auth_secret_name,
     image_ray_version,
     worker_resources,
 )
@@ -137,6 +138,44 @@ def test_dashboard_internal_load_balancer(sample_plans: dict[str, PlanResult]) -
     assert spec["loadBalancerSourceRanges"] == ["10.128.0.0/16", "192.168.10.0/24"]
     assert spec["selector"] == {"ray.io/cluster": "trillium", "ray.io/node-type": "head"}
     assert sorted(p["port"] for p in spec["ports"]) == [8265, 10001]
+
+
+def test_token_auth_by_default(sample_plans: dict[str, PlanResult]) -> None:
+    plan = sample_plans["v6e-ilb"]
+    assert _rc(plan)["spec"]["authOptions"] == {"mode": "token"}
+    assert plan.outputs["ray_auth_mode"] == "token"
+    assert plan.outputs["ray_auth_token_command"] == (
+        "export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(kubectl -n ray get secret trillium "
+        "-o jsonpath='{.data.auth_token}' | base64 -d)")
+
+
+def test_auth_disabled_leaves_auth_options_out() -> None:
+    raw = {**SAMPLES["v4-fixed"], "raytpu:ray": {"auth": "disabled"}}
+    plan = plan_ray(raw)
+    assert "authOptions" not in _rc(plan)["spec"]
+    assert plan.outputs["ray_auth_mode"] == "disabled"
+    assert plan.outputs["ray_auth_token_command"] is None
+
+
+@pytest.mark.parametrize(("cluster", "secret"), [
+    ("raytpu", "raytpu"),
+    ("a" * 50, "a" * 50),
+    ("x" * 3 + "1" + "b" * 49, "r" + "b" * 49),  # KubeRay keeps the last 50, no leading digit
+    ("x" * 3 + "-" + "b" * 49, "r" + "b" * 49),
+])
+def test_auth_secret_name_follows_kuberay(cluster: str, secret: str) -> None:
+    assert auth_secret_name(cluster) == secret
+
+
+def test_gke_addon_with_token_auth_warns_how_to_check() -> None:
+    from raytpu.config import parse_stack_config
+
+    addon = {**SAMPLES["v4-fixed"], "raytpu:kuberay": {"mode": "gke-addon"}}
+    cfg = parse_stack_config("dev", addon)
+    (w,) = [w for w in cfg.warnings if w.startswith("raytpu:ray.auth")]
+    assert "kubectl -n ray get raycluster raytpu -o jsonpath='{.spec.authOptions}'" in w
+    helm = parse_stack_config("dev", dict(SAMPLES["v4-fixed"]))
+    assert not [w for w in helm.warnings if w.startswith("raytpu:ray.auth")]
 
 
 def test_outputs_give_the_port_forward_command(sample_plans: dict[str, PlanResult]) -> None:

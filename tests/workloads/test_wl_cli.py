@@ -79,14 +79,14 @@ def test_launcher_command_line_round_trips() -> None:
     assert from_argv(to_argv(lazy, opts))[0] == lazy
 
 
-def _stack(tmp_path: Path, slices: list[dict[str, object]]) -> Path:
+def _stack(tmp_path: Path, slices: list[dict[str, object]], auth: str = "token") -> Path:
     d = tmp_path / "stacks"
     d.mkdir()
     config = {
         "gcp:project": "proj-1",
         "raytpu:zone": "us-central2-b",
         "raytpu:slices": slices,
-        "raytpu:ray": {"clusterName": "rc-test", "namespace": "ray-ns"},
+        "raytpu:ray": {"clusterName": "rc-test", "namespace": "ray-ns", "auth": auth},
         "raytpu:storage": {"bucket": "ckpt-bucket"},
     }
     (d / "Pulumi.t1.yaml").write_text(yaml.safe_dump({"config": config}))
@@ -152,11 +152,30 @@ def test_submit_reports_an_invalid_stack(tmp_path: Path) -> None:
     assert "raytpu:slices[0].tpu" in err
 
 
-def test_submit_unreachable_cluster_is_exit_1(tmp_path: Path) -> None:
+@pytest.mark.parametrize("auth", ["token", "disabled"])
+def test_submit_unreachable_cluster_is_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, auth: str
+) -> None:
     pytest.importorskip("ray")
-    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16", "count": 1}])
+    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16", "count": 1}], auth=auth)
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "t0k3n")
     code, _, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks),
                         "--address", "http://127.0.0.1:9")
     assert code == 1
     assert "cannot submit to http://127.0.0.1:9" in err and "kubectl port-forward" in err
 
+
+def test_submit_to_a_token_cluster_without_the_token_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray")
+    for var in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16"}])
+    code, _, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks))
+    assert code == 1
+    assert "raytpu:ray.auth: token" in err
+    assert ("export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=$(kubectl -n ray-ns get secret rc-test "
+            "-o jsonpath='{.data.auth_token}' | base64 -d)") in err
+    code, out, _ = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run")
+    assert code == 0 and json.loads(out)["auth"] == "token"

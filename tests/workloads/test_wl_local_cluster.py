@@ -83,6 +83,27 @@ def test_nodes_look_like_a_v4_16_slice(cluster: LocalSlices) -> None:
     assert all(n["Resources"].get("accelerator_type:TPU-V4") == 1.0 for n in hosts)
 
 
+def test_submit_needs_the_clusters_token(cluster: LocalSlices,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `raytpu submit`'s client against a real Ray 2.60 dashboard with token auth.
+    from raytpu.workloads.submit import Submission, SubmitError, send_submission
+
+    sub = Submission(address=f"http://127.0.0.1:{cluster.dashboard_port}",
+                     entrypoint="python -c 'print(1)'", runtime_env={}, metadata={},
+                     cluster_name="rc", namespace="ray", storage_path="/tmp", auth="token")
+    for var in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(SubmitError, match=r"RAY_AUTH_TOKEN nor RAY_AUTH_TOKEN_PATH is set; "
+                       r"get it with: export RAY_AUTH_MODE=token RAY_AUTH_TOKEN=.*get secret rc"):
+        send_submission(sub)
+    monkeypatch.setenv("RAY_AUTH_TOKEN", uuid.uuid4().hex)
+    refused = r"AuthenticationError: .*Invalid authentication token\. get it with"
+    with pytest.raises(SubmitError, match=refused):
+        send_submission(sub)
+    monkeypatch.setenv("RAY_AUTH_TOKEN", cluster._token)
+    assert send_submission(sub).startswith("raysubmit_")
+
+
 @pytest.fixture(scope="module")
 def first_run(cluster: LocalSlices, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from raytpu.workloads.launcher import launch
