@@ -57,7 +57,6 @@ MODEL = ModelConfig()
 OPTIM = OptimConfig()
 
 
-
 def _flag(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
                              annotation=annotation)
