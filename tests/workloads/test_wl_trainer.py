@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +32,16 @@ def _train_eager(cfg: TrainConfig, hooks: InProcessHooks) -> list[dict[str, obje
     basis = MfuBasis.for_run(cfg.model, slice_shape(cfg.tpu), 1, simulated=True)
     train(cfg, make_parallelism(eager=True), hooks, HostPlace(0, 1, 0), basis)
     return hooks.records
+
+
+def _run_on_xla_cpu(script: str) -> dict[str, Any]:
+    """Run ``script`` in a fresh XLA:CPU process; what it printed last, as JSON."""
+    env = dict(os.environ, PJRT_DEVICE="CPU")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
 
 
 def test_resumed_run_continues_the_same_stream_exactly(tmp_path: Path, text_dir: Path) -> None:
@@ -91,11 +102,7 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
         print(json.dumps(out))
         """
     )
-    env = dict(os.environ, PJRT_DEVICE="CPU")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _run_on_xla_cpu(script)
     # One process, nothing to average: the whole step is one graph, compiled once whatever
     # the step's learning rate; the end-of-run checkpoint only transfers device data.
     assert out["compiles"] == 1
@@ -163,11 +170,7 @@ def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
         print(json.dumps(out))
         """
     )
-    env = dict(os.environ, PJRT_DEVICE="CPU")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _run_on_xla_cpu(script)
     assert out["picked"] == "XlaAdamW"
     # Up to float32 rounding (XLA computes the bias corrections on the device).
     assert out["xla"] == pytest.approx(out["torch"], rel=1e-4, abs=1e-5)
