@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import pulumi
 from raytpu import versions
@@ -222,8 +222,9 @@ def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[
         problems.append(f"{k.access_cidrs}: required with the dashboard internal load balancer "
                         "(otherwise every address in the VPC can reach the Ray dashboard and "
                         "client)")
-    if args.auth not in ("token", "disabled"):
-        problems.append(f"{k.auth}: {args.auth!r} is not an auth mode; valid: token, disabled")
+    if args.auth not in get_args(AuthMode):
+        problems.append(f"{k.auth}: {args.auth!r} is not an auth mode; "
+                        f"valid: {', '.join(get_args(AuthMode))}")
     elif args.auth == "token" and (version_tuple(args.ray_version)
                                    < version_tuple(versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH)):
         problems.append(f"{k.auth}: 'token' needs Ray >= {versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH}"

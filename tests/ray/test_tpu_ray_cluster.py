@@ -157,6 +157,15 @@ def test_auth_disabled_leaves_auth_options_out() -> None:
     assert plan.outputs["ray_auth_token_command"] is None
 
 
+def test_component_args_refuse_unknown_auth_and_old_ray() -> None:
+    # Platform teams build TpuRayClusterArgs themselves, without the stack config's checks.
+    assert args_problems(_args(auth="tls")) == [
+        "auth: 'tls' is not an auth mode; valid: disabled, token"]
+    old = _args(ray_version="2.50.0", image="rayproject/ray:2.50.0-py311")
+    assert args_problems(old) == ["auth: 'token' needs Ray >= 2.52.0, rayVersion is 2.50.0; "
+                                  "upgrade Ray or set 'disabled'"]
+
+
 @pytest.mark.parametrize(("cluster", "secret"), [
     ("raytpu", "raytpu"),
     ("a" * 50, "a" * 50),
