@@ -160,6 +160,28 @@ class RegistryConfig(_Model):
     repository: str = "raytpu"
 
 
+class TeamConfig(_Model):
+    """One entry of ``raytpu:teams``: a research team sharing the stack's TPU slices.
+
+    Quotas count slices of a ``raytpu:slices`` entry (by its ``name``); Kueue gets them as
+    ``google.com/tpu`` chips. Semantic checks (unknown slice groups, quotas above the fleet,
+    reserved namespaces) are in ``_team_problems``.
+    """
+
+    name: str
+    """DNS label: the team's namespace, LocalQueue and ClusterQueue derive from it."""
+    members: list[str] = Field(min_length=1)
+    """Who may submit, in IAM member syntax (``group:ml@example.com``, ``user:...``)."""
+    quota: dict[str, int] = Field(min_length=1)
+    """Nominal quota: slices per slice group."""
+    borrowing: dict[str, int] = {}
+    """How many more slices per slice group the team may borrow from idle quota."""
+    priority: Literal["default", "high", "low"] = "default"
+    bucket_access: Literal["prefix", "bucket"] = "prefix"
+    """``prefix``: the team's own prefix of the stack's checkpoint bucket; ``bucket``: a
+    bucket of its own."""
+
+
 class StackConfig(_Model):
     """The whole validated stack: what the program and the CLI work from."""
 
@@ -173,6 +195,8 @@ class StackConfig(_Model):
     ray: RayConfig = Field(RayConfig(), alias="raytpu:ray")
     storage: StorageConfig = Field(StorageConfig(), alias="raytpu:storage")
     registry: RegistryConfig = Field(RegistryConfig(), alias="raytpu:registry")
+    teams: list[TeamConfig] = Field([], alias="raytpu:teams")
+    """Teams sharing the fleet through Kueue; empty: one RayCluster, no queueing."""
 
     # Keys of other namespaces that a stack file may carry and we ignore (providers').
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
