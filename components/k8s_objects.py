@@ -56,6 +56,59 @@ class Toleration(TypedDict, total=False):
     effect: str
 
 
+class Capabilities(TypedDict, total=False):
+    add: Sequence[str]
+    drop: Sequence[str]
+
+
+class SeccompProfile(TypedDict, total=False):
+    type: str
+    """``RuntimeDefault``, ``Localhost`` (with ``localhostProfile``) or ``Unconfined``."""
+    localhostProfile: str
+
+
+class SecurityContext(TypedDict, total=False):
+    """A container's ``securityContext``."""
+
+    runAsNonRoot: bool
+    runAsUser: int
+    runAsGroup: int
+    allowPrivilegeEscalation: bool
+    privileged: bool
+    readOnlyRootFilesystem: bool
+    capabilities: Capabilities
+    seccompProfile: SeccompProfile
+
+
+class PodSecurityContext(TypedDict, total=False):
+    """A pod's ``securityContext`` (defaults for every container of the pod)."""
+
+    runAsNonRoot: bool
+    runAsUser: int
+    runAsGroup: int
+    fsGroup: int
+    seccompProfile: SeccompProfile
+
+
+class VolumeMount(TypedDict, total=False):
+    name: str
+    mountPath: str
+    readOnly: bool
+
+
+class EmptyDirVolumeSource(TypedDict, total=False):
+    medium: str
+    """``""`` (the node's disk) or ``Memory`` (tmpfs, counted against the memory limit)."""
+    sizeLimit: str
+
+
+class Volume(TypedDict, total=False):
+    name: str
+    emptyDir: EmptyDirVolumeSource
+    secret: Mapping[str, Any]
+    configMap: Mapping[str, Any]
+
+
 class Container(TypedDict, total=False):
     name: str
     image: pulumi.Input[str]
@@ -64,15 +117,19 @@ class Container(TypedDict, total=False):
     env: Sequence[EnvVar]
     ports: Sequence[ContainerPort]
     resources: ResourceRequirements
-    volumeMounts: Sequence[Mapping[str, Any]]
+    volumeMounts: Sequence[VolumeMount]
+    securityContext: SecurityContext
 
 
 class PodSpec(TypedDict, total=False):
     serviceAccountName: str
+    automountServiceAccountToken: bool
     nodeSelector: Mapping[str, str]
     tolerations: Sequence[Toleration]
+    securityContext: PodSecurityContext
+    initContainers: Sequence[Container]
     containers: Sequence[Container]
-    volumes: Sequence[Mapping[str, Any]]
+    volumes: Sequence[Volume]
     restartPolicy: str
 
 

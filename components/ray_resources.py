@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pulumi
 from pulumi_kubernetes.apiextensions import CustomResource
-from raytpu.components.k8s_objects import ObjectMeta, PodTemplateSpec, ResourceRequirements
+from raytpu.components.k8s_objects import (
+    ObjectMeta,
+    PodTemplateSpec,
+    ResourceRequirements,
+    SecurityContext,
+    VolumeMount,
+)
 from raytpu.versions import RAY_API_VERSION
 
 RAYCLUSTER_TYPE = f"kubernetes:{RAY_API_VERSION}:RayCluster"
@@ -129,7 +135,12 @@ class WorkerGroupSpecArgs:
 
 @pulumi.input_type
 class AutoscalerOptionsArgs:
-    """``spec.autoscalerOptions`` (the in-tree autoscaler sidecar)."""
+    """``spec.autoscalerOptions`` (the in-tree autoscaler sidecar).
+
+    KubeRay 1.7.0 builds the sidecar itself (``BuildAutoscalerContainer``) and takes its
+    ``securityContext`` and extra ``volumeMounts`` only from here
+    (``mergeAutoscalerOverrides``): the head template's container settings do not reach it.
+    """
 
     version: str | None = pulumi.property("version", default=None)
     idle_timeout_seconds: int | None = pulumi.property("idleTimeoutSeconds", default=None)
@@ -138,6 +149,8 @@ class AutoscalerOptionsArgs:
         "resources", default=None
     )
     image: str | None = pulumi.property("image", default=None)
+    security_context: SecurityContext | None = pulumi.property("securityContext", default=None)
+    volume_mounts: Sequence[VolumeMount] | None = pulumi.property("volumeMounts", default=None)
 
     def __init__(
         self,
@@ -147,10 +160,13 @@ class AutoscalerOptionsArgs:
         upscaling_mode: UpscalingMode | None = None,
         resources: Resources | None = None,
         image: str | None = None,
+        security_context: SecurityContext | None = None,
+        volume_mounts: Sequence[VolumeMount] | None = None,
     ) -> None:
         _set_all(self, {"version": version, "idle_timeout_seconds": idle_timeout_seconds,
                         "upscaling_mode": upscaling_mode, "resources": resources,
-                        "image": image})
+                        "image": image, "security_context": security_context,
+                        "volume_mounts": list(volume_mounts) if volume_mounts else None})
 
 
 @pulumi.input_type

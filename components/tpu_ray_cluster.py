@@ -43,12 +43,16 @@ from raytpu.components._options import depends_on_of
 from raytpu.components.k8s_objects import (
     EnvVar,
     Namespace,
+    PodSecurityContext,
     PodSpec,
     PodTemplateSpec,
     ResourceRequirements,
+    SecurityContext,
     Service,
     ServiceAccount,
     Toleration,
+    Volume,
+    VolumeMount,
 )
 from raytpu.components.ray_resources import (
     AuthMode,
@@ -140,6 +144,10 @@ class TpuRayClusterArgs:
     """Ray token authentication (``spec.authOptions``): the dashboard, Job Submission API and
     GCS accept only callers holding the token KubeRay keeps in the Secret named after the
     cluster. ``disabled``: anyone who reaches the head can run code on every slice."""
+    read_only_root_filesystem: bool = True
+    """Ray containers get a read-only root filesystem; Ray's writable paths
+    (:data:`WRITABLE_PATHS`, ``/dev/shm``) are emptyDir volumes. Turn it off for an image or
+    runtime environment that writes elsewhere."""
 
     @property
     def autoscaling_enabled(self) -> bool:
@@ -260,6 +268,55 @@ def image_is_pinned(image: str) -> bool:
     return bool(name) and "/" not in tag and tag not in ("", "latest")
 
 
+# -- pod security: the "restricted" Pod Security Standard ---------------------------------
+# (kubernetes.io/docs/concepts/security/pod-security-standards). TPU chips need no
+# privileged container on GKE >= 1.28 (the TPU device plugin hands the pod /dev/accel*;
+# "About TPUs in GKE"), which every TPU generation here requires anyway.
+
+# Where Ray and the trainer write, each an emptyDir so the root filesystem can be
+# read-only: Ray's session dirs and logs (the volume name and path are KubeRay's own,
+# so KubeRay mounts this same volume into the autoscaler sidecar instead of adding one),
+# the rest of /tmp (torch_xla's compile cache, libtpu logs, tempfiles), and the caches
+# and ~/.ray token file under HOME (HOME itself holds the image's Python).
+WRITABLE_PATHS: tuple[tuple[str, str], ...] = (
+    ("ray-logs", "/tmp/ray"),
+    ("tmp", "/tmp"),
+    ("home-cache", f"{versions.RAY_HOME}/.cache"),
+    ("home-ray", f"{versions.RAY_HOME}/.ray"),
+)
+# Ray's object store lives in /dev/shm: KubeRay's own volume name; memory medium.
+SHM_VOLUME = ("shared-mem", "/dev/shm")
+
+
+def container_security_context(read_only_root: bool = True) -> SecurityContext:
+    """The Ray containers' (and the autoscaler sidecar's) ``securityContext``: the
+    restricted profile's container fields, set on each container because KubeRay copies a
+    Ray container's context into the init containers it injects."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": versions.RAY_UID,
+        "runAsGroup": versions.RAY_GID,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": read_only_root,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context() -> PodSecurityContext:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": versions.RAY_UID,
+        "runAsGroup": versions.RAY_GID,
+        "fsGroup": versions.RAY_GID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def writable_mounts() -> list[VolumeMount]:
+    return [{"name": n, "mountPath": path} for n, path in WRITABLE_PATHS]
+
+
 def pod_template(
     *,
     labels: Mapping[str, str],
@@ -271,17 +328,38 @@ def pod_template(
     ports: Sequence[tuple[str, int]],
     resources: ResourceRequirements,
     tolerations: Sequence[Toleration] = (),
+    automount_token: bool = False,
+    read_only_root: bool = True,
 ) -> PodTemplateSpec:
-    """The pod template of a Ray head or worker group: one Ray container."""
+    """The pod template of a Ray head or worker group: one Ray container, hardened to the
+    restricted Pod Security Standard. ``automount_token``: only a pod that calls the
+    Kubernetes API (the head with the autoscaler sidecar) gets a service-account token;
+    Workload Identity does not need one (the GKE metadata server identifies the pod)."""
+    memory = resources.get("limits", {}).get("memory") or resources.get("requests", {}).get(
+        "memory")
+    shm_name, shm_path = SHM_VOLUME
+    # Sized as KubeRay sizes its own: the container's memory. tmpfs pages count against
+    # that limit, so it bounds the object store (30% of it by default) without a smaller
+    # /dev/shm ever pushing Ray's store onto disk.
+    shm: Volume = {"name": shm_name, "emptyDir": {"medium": "Memory"}}
+    if memory:
+        shm["emptyDir"]["sizeLimit"] = memory
+    volumes: list[Volume] = [{"name": n, "emptyDir": {}} for n, _ in WRITABLE_PATHS]
+    volumes.append(shm)
     spec: PodSpec = {
         "serviceAccountName": service_account,
+        "automountServiceAccountToken": automount_token,
+        "securityContext": pod_security_context(),
         "containers": [{
             "name": container,
             "image": image,
             "env": list(env),
             "ports": [{"name": n, "containerPort": p} for n, p in ports],
             "resources": resources,
+            "securityContext": container_security_context(read_only_root),
+            "volumeMounts": [*writable_mounts(), {"name": shm_name, "mountPath": shm_path}],
         }],
+        "volumes": volumes,
     }
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
@@ -337,7 +415,8 @@ class TpuRayCluster(pulumi.ComponentResource):
         if args.create_namespace:
             self.namespace = Namespace(
                 f"{name}-ns",
-                metadata={"name": args.namespace, "labels": labels},
+                metadata={"name": args.namespace,
+                          "labels": {**labels, **pod_security_labels()}},
                 opts=child,
             )
             ns_name = self.namespace.metadata_name
@@ -428,6 +507,9 @@ class TpuRayCluster(pulumi.ComponentResource):
                     "requests": {"cpu": a.head_cpu, "memory": a.head_memory},
                     "limits": {"cpu": a.head_cpu, "memory": a.head_memory},
                 },
+                # The autoscaler sidecar reads and patches the RayCluster and its pods.
+                automount_token=a.autoscaling_enabled,
+                read_only_root=a.read_only_root_filesystem,
             ),
         )
         workers = [self._worker(s, labels) for s in a.slices]
@@ -440,6 +522,10 @@ class TpuRayCluster(pulumi.ComponentResource):
             autoscaler_options=AutoscalerOptionsArgs(
                 version="v2", idle_timeout_seconds=a.idle_timeout_seconds,
                 upscaling_mode="Default",
+                # KubeRay adds the /tmp/ray (ray-logs) mount itself; the sidecar runs the
+                # head's image, so the same user and read-only root apply.
+                security_context=container_security_context(a.read_only_root_filesystem),
+                volume_mounts=[m for m in writable_mounts() if m["mountPath"] != "/tmp/ray"],
             ) if autoscale else None,
             # Unset means disabled: left out then, so older CRDs accept the object too.
             auth_options=AuthOptionsArgs(mode="token") if a.auth == "token" else None,
@@ -474,9 +560,15 @@ class TpuRayCluster(pulumi.ComponentResource):
                 env=env,
                 ports=WORKER_PORTS,
                 resources=res,
+                read_only_root=self.args.read_only_root_filesystem,
             ),
         )
 
+
+
+def pod_security_labels(level: str = versions.POD_SECURITY_LEVEL) -> dict[str, str]:
+    """Namespace labels that make the API server enforce (and warn and audit) ``level``."""
+    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
 
 
 def dashboard_command(cluster_name: str, namespace: str) -> str:

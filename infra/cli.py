@@ -2,19 +2,22 @@
 
 Stable contract (documented in README.md):
 
-* ``raytpu plan --stack NAME [--json]``      what ``pulumi up`` would create, offline
+* ``raytpu plan --stack NAME [--json] [--no-policies]``  what ``pulumi up`` would create,
+  offline, checked against the policy pack
 * ``raytpu manifests --stack NAME --out DIR`` the Kubernetes objects the stack applies
 * ``raytpu catalog [GENERATION]``            the TPU shapes this package knows
 * ``raytpu train --local --tpu v4-16 ...``   the trainer on a simulated slice (CPU)
 * ``raytpu submit --stack NAME ...``         the trainer on the stack's RayCluster
 
 Exit codes: 0 success, 2 bad input (config or flags; one line per problem on stderr),
-1 anything else. Heavy imports (pulumi, torch, ray) happen inside the commands.
+3 a mandatory policy violation (``plan``), 1 anything else. Heavy imports (pulumi, torch,
+ray) happen inside the commands.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -57,6 +60,8 @@ def plan(
     stack: StackOpt,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     stacks_dir: StacksDirOpt = None,
+    no_policies: Annotated[bool, typer.Option(
+        "--no-policies", help="Skip the policy pack (raytpu.policy_rules)")] = False,
 ) -> None:
     """Run the Pulumi program offline (mocked providers) and show what `pulumi up` would create."""
     from .config import ConfigError
@@ -68,12 +73,21 @@ def plan(
         raise fail(e.problems) from None
     except PlanError as e:
         raise fail([str(e)]) from None
+    from .plan_policies import plan_policies
+
     if as_json:
-        sys.stdout.write(result.to_json() + "\n")
+        doc = result.to_dict()
+        violations, blocking = plan_policies(result, enabled=not no_policies, as_json=True)
+        if violations is not None:
+            doc["policies"] = violations
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         render_plan(result)
+        _, blocking = plan_policies(result, enabled=not no_policies)
     global _skip_teardown
     _skip_teardown = True
+    if blocking:  # after printing everything, as `pulumi preview` does
+        raise fail(blocking, code=3)
 
 
 @app.command()

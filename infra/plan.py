@@ -24,6 +24,7 @@ import yaml
 from pulumi.runtime import Mocks
 
 from .config import ConfigError, StackConfig, parse_stack_config
+from .urns import resource_urn
 
 PROJECT = "raytpu"
 FAKE_PROJECT_NUMBER = "123456789012"
@@ -47,6 +48,9 @@ class PlannedResource:
     options: dict[str, Any] = field(default_factory=dict)
     provider_version: str = ""
     """Provider plugin version the SDK pinned (not in the JSON: it changes with upgrades)."""
+    urn: str = ""
+    """The URN ``pulumi preview`` gives it (:func:`raytpu.urns.resource_urn`)."""
+    parent_urn: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,7 +183,10 @@ class RecordingMocks(Mocks):
 
 
 def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
+    from pulumi import get_project, get_stack
     from pulumi.runtime.mocks import MockMonitor
+
+    real_urns: dict[str, str] = {}  # the mocks' URN -> the engine's
 
     class RecordingMonitor(MockMonitor):
         """Captures each registration with its options; refuses duplicate URNs."""
@@ -189,6 +196,9 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
             if urn in self.resources:
                 raise PlanError(f"duplicate resource URN {urn} (two resources share a name)")
             response = super().RegisterResource(request)
+            parent_urn = real_urns.get(request.parent) if request.parent else None
+            real_urns[urn] = resource_urn(get_stack(), get_project(), request.type,
+                                          request.name, parent_urn)
             if request.type == "pulumi:pulumi:Stack":
                 return response
             parent = None
@@ -223,6 +233,8 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
                     inputs=_plain(inputs),
                     options=options,
                     provider_version=request.version,
+                    urn=real_urns[urn],
+                    parent_urn=parent_urn,
                 )
             )
             return response

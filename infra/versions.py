@@ -12,6 +12,16 @@ from dataclasses import dataclass
 # image (workloads/Dockerfile) and the RayCluster's rayVersion. tests/ check they agree.
 RAY_VERSION = "2.60.0"
 RAY_IMAGE = f"rayproject/ray:{RAY_VERSION}-py311"
+# The user rayproject/ray images run as (ray-project/ray docker/base-deps/Dockerfile:
+# `ARG RAY_UID=1000`, `ARG RAY_GID=100`, `useradd ... ray --uid $RAY_UID --gid $RAY_GID`,
+# `USER $RAY_UID`, `ENV HOME=/home/ray`); workloads/Dockerfile keeps that user.
+RAY_UID = 1000
+RAY_GID = 100  # the image's `users` group
+RAY_HOME = "/home/ray"
+# Pod Security Standard the Ray namespaces enforce (`pod-security.kubernetes.io/enforce`):
+# the strictest level the Ray pods pass (kubernetes.io/docs/concepts/security/
+# pod-security-standards). Other namespaces of Ray pods (team namespaces) use it too.
+POD_SECURITY_LEVEL = "restricted"
 TORCH_VERSION = "2.9.0"
 TORCH_XLA_VERSION = "2.9.0"
 

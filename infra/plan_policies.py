@@ -1,0 +1,176 @@
+"""The guardrails in ``raytpu plan``: the policy pack's rules run on the mocked plan.
+
+Each planned resource is handed to the rules as the policy SDK's analyzer hands a resource
+during ``pulumi preview``: its type token, its wire-format inputs behind the SDK's
+``unknown_checking_proxy``, its URN, name and options; stack policies get every custom
+resource with its parent and dependencies. So the rules do not know whether they run
+here or in the engine. Config: each policy's schema defaults, overridden by a
+``--policy-pack-config``-shaped mapping (``{"<policy>": {"<key>": value}}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from inspect import isawaitable
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyCustomTimeouts,
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
+from rich.markup import escape
+
+from .plan import PlannedResource, PlanResult
+from .policy_rules import PACK_NAME, POLICIES
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    level: str
+    """``mandatory`` or ``advisory``."""
+    urn: str
+    """The resource's URN; empty for a stack-wide violation."""
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def _options(r: PlannedResource) -> PolicyResourceOptions:
+    o = r.options
+    return PolicyResourceOptions(
+        protect=bool(o.get("protect")),
+        ignore_changes=list(o.get("ignoreChanges", [])),
+        delete_before_replace=o.get("deleteBeforeReplace"),
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=list(o.get("additionalSecretOutputs", [])),
+        parent=r.parent_urn or None,
+    )
+
+
+def _provider(r: PlannedResource, by_name: Mapping[str, PlannedResource]
+              ) -> PolicyProviderResource | None:
+    p = by_name.get(str(r.options.get("provider", "")))
+    if p is None:
+        return None
+    return PolicyProviderResource(p.type, unknown_checking_proxy(copy.deepcopy(p.inputs)),
+                                  p.urn, p.name)
+
+
+def _level(policy: ResourceValidationPolicy | StackValidationPolicy,
+           config: Mapping[str, Any]) -> EnforcementLevel:
+    override = (config.get(policy.name) or {}).get("enforcementLevel")
+    if override:
+        return EnforcementLevel(override)
+    return policy.enforcement_level or EnforcementLevel.ADVISORY
+
+
+def _run(policy: ResourceValidationPolicy | StackValidationPolicy, args: Any,
+         out: list[Violation], level: EnforcementLevel, urn: str) -> None:
+    def report(message: str, violation_urn: str | None = None) -> None:
+        out.append(Violation(policy.name, level.value, violation_urn or urn, message))
+
+    try:
+        result = policy.validate(args, report)
+        if isawaitable(result):
+            asyncio.run(result)  # type: ignore[arg-type]
+    except UnknownValueError as e:  # the analyzer reports these as advisory notes
+        out.append(Violation(policy.name, EnforcementLevel.ADVISORY.value, urn,
+                             f"can't run during preview: {e.message}"))
+
+
+def evaluate(result: PlanResult, config: Mapping[str, Any] | None = None,
+             policies: list[ResourceValidationPolicy | StackValidationPolicy] | None = None,
+             ) -> list[Violation]:
+    """Every violation of ``policies`` (default: the pack) in the plan."""
+    config = config or {}
+    custom = [r for r in result.resources if r.custom]
+    by_name = {r.name: r for r in result.resources if r.type.startswith("pulumi:providers:")}
+    out: list[Violation] = []
+    for policy in policies if policies is not None else POLICIES:
+        level = _level(policy, config)
+        if level == EnforcementLevel.DISABLED:
+            continue
+        own = dict(config.get(policy.name) or {})
+        own.pop("enforcementLevel", None)
+        if isinstance(policy, ResourceValidationPolicy):
+            for r in custom:
+                args = ResourceValidationArgs(
+                    r.type, unknown_checking_proxy(copy.deepcopy(r.inputs)), r.urn, r.name,
+                    _options(r), _provider(r, by_name), own)
+                _run(policy, args, out, level, r.urn)
+        else:
+            _run(policy, StackValidationArgs(stack_resources(result), own), out, level, "")
+    return out
+
+
+def stack_resources(result: PlanResult) -> list[PolicyResource]:
+    """The plan's custom resources as a stack policy sees them (parents, dependencies)."""
+    by_name = {r.name: r for r in result.resources if r.type.startswith("pulumi:providers:")}
+    made: dict[str, PolicyResource] = {}
+    for r in result.resources:
+        made[r.urn] = PolicyResource(r.type, unknown_checking_proxy(copy.deepcopy(r.inputs)),
+                                     r.urn, r.name, _options(r), _provider(r, by_name), None,
+                                     [], {})
+    urn_by_name: dict[str, list[str]] = {}
+    for r in result.resources:
+        urn_by_name.setdefault(r.name, []).append(r.urn)
+    for r in result.resources:
+        pr = made[r.urn]
+        pr.parent = made.get(r.parent_urn or "")
+        for dep in r.options.get("dependsOn", []):
+            pr.dependencies += [made[u] for u in urn_by_name.get(dep, [])]
+    return [made[r.urn] for r in result.resources if r.custom]
+
+
+def mandatory(violations: list[Violation]) -> list[Violation]:
+    return [v for v in violations if v.level == EnforcementLevel.MANDATORY.value]
+
+
+def policies_lines(violations: list[Violation]) -> list[str]:
+    """The plan's policy section, one block per violation (rich markup): a header line,
+    then the message on its own indented line, so it reads whole at any width."""
+    lines = [f"[bold]Policy violations[/] ({len(mandatory(violations))} mandatory, "
+             f"{len(violations) - len(mandatory(violations))} advisory; {PACK_NAME})"]
+    for v in sorted(violations, key=lambda v: (v.level != "mandatory", v.policy, v.urn)):
+        resource = v.urn.rsplit("::", 1)[-1] if v.urn else "(stack)"
+        style = "red" if v.level == "mandatory" else "yellow"
+        lines.append(f"[{style}]{v.level}[/] {v.policy} [dim]{resource}[/]")
+        lines.append(f"    {escape(v.message)}")
+    return lines
+
+
+def plan_policies(result: PlanResult, *, enabled: bool = True, as_json: bool = False,
+                  config: Mapping[str, Any] | None = None,
+                  ) -> tuple[list[dict[str, str]] | None, list[str]]:
+    """What ``raytpu plan`` adds: the violations as JSON rows (None when turned off) and one
+    line per mandatory violation (the plan then exits 3). Without ``as_json`` the section is
+    printed (call it after the plan's own output)."""
+    if not enabled:
+        return None, []
+    violations = evaluate(result, config)
+    if not as_json:
+        from rich.console import Console
+
+        console = Console()
+        if violations:
+            for line in policies_lines(violations):
+                console.print(line)
+        else:
+            console.print(f"policies: {len(POLICIES)} rules of {PACK_NAME}, no violation")
+    blocking = [f"policy {v.policy} ({v.urn or 'stack'}): {v.message}"
+                for v in mandatory(violations)]
+    return [v.to_dict() for v in violations], blocking
