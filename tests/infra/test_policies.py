@@ -8,14 +8,17 @@ Rules are called as the policy SDK's analyzer calls them: ``ResourceValidationAr
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
-from infra_support import CLUSTER, FIREWALL, NODE_POOL, PROJECT, REPO, ZONE, raw_config, run_alone
+import yaml
+from infra_support import NODE_POOL, PROJECT, REPO, ZONE, raw_config
 from pulumi_policy import (
     EnforcementLevel,
     PolicyCustomTimeouts,
@@ -351,3 +354,41 @@ def test_enforcement_level_from_config(stack_plans: dict[str, PlanResult]) -> No
     assert mandatory(evaluate(stack_plans["dev"], config))
     config = {"tpu-pool-cost-labels": {"enforcementLevel": "disabled"}}
     assert not hits(stack_plans["dev"], "tpu-pool-cost-labels", config)
+
+
+# -- raytpu plan ------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "raytpu.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_plan_json_lists_policy_results() -> None:
+    proc = _cli("plan", "--stack", "staging", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["policies"]
+    assert rows and all(set(r) == {"policy", "level", "urn", "message"} for r in rows)
+    assert all(r["level"] == "advisory" for r in rows)
+    assert {r["urn"] for r in rows if r["policy"] == "tpu-pool-cost-labels"} == {
+        "urn:pulumi:staging::raytpu::raytpu:tpu:TpuSlicePool$gcp:container/nodePool:"
+        "NodePool::v4-16-0"}
+    off = _cli("plan", "--stack", "staging", "--json", "--no-policies")
+    assert off.returncode == 0 and "policies" not in json.loads(off.stdout)
+
+
+def test_mandatory_violation_exits_3_after_printing(tmp_path: Path) -> None:
+    # A "dev" stack on on-demand TPU VMs breaks spot-tpu-in-dev (mandatory).
+    config = raw_config(raytpu_slices=[{"name": "v5e-4", "tpu": "v5litepod-4"}])
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": config}))
+    proc = _cli("plan", "--stack", "dev", "--json", "--stacks-dir", str(tmp_path))
+    assert proc.returncode == 3, proc.stderr
+    doc = json.loads(proc.stdout)  # the whole plan was printed first
+    assert doc["resources"]
+    assert [r["policy"] for r in doc["policies"] if r["level"] == "mandatory"] == [
+        "spot-tpu-in-dev"]
+    assert "error: policy spot-tpu-in-dev" in proc.stderr and "Traceback" not in proc.stderr
+    text = _cli("plan", "--stack", "dev", "--stacks-dir", str(tmp_path))
+    assert text.returncode == 3 and "mandatory spot-tpu-in-dev" in text.stdout
+    assert _cli("plan", "--stack", "dev", "--no-policies", "--stacks-dir",
+                str(tmp_path)).returncode == 0
