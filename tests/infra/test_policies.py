@@ -184,6 +184,10 @@ def test_external_load_balancer_in_front_of_ray_caught() -> None:
 
     found = hits(run(program), "no-public-ray-load-balancer")
     assert [v.urn.rsplit("::", 1)[-1] for v in found] == ["public"]
+    # The component's own dashboard load balancer is internal.
+    ilb = run(lambda: _ray("ilb", dashboard_internal_lb=True, access_cidrs=("10.0.0.0/24",)))
+    assert ilb.by_type("kubernetes:core/v1:Service")
+    assert hits(ilb, "no-public-ray-load-balancer") == []
 
 
 def _ray(name: str, **overrides: Any) -> TpuRayCluster:
