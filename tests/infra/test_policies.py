@@ -396,3 +396,59 @@ def test_mandatory_violation_exits_3_after_printing(tmp_path: Path) -> None:
     assert text.returncode == 3 and "mandatory spot-tpu-in-dev" in text.stdout
     assert _cli("plan", "--stack", "dev", "--no-policies", "--stacks-dir",
                 str(tmp_path)).returncode == 0
+
+
+def test_pack_over_grpc_reports_what_plan_reports(stack_plans: dict[str, PlanResult]) -> None:
+    """The pack as the engine drives it (the analyzer gRPC protocol: GetAnalyzerInfo,
+    Configure, Analyze per resource, AnalyzeStack) reports the same violations as
+    ``raytpu plan`` on the same resources and config."""
+    import grpc
+    from google.protobuf import empty_pb2, struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2 as pb
+    from pulumi.runtime.proto import analyzer_pb2_grpc
+
+    def struct(value: dict[str, Any]) -> struct_pb2.Struct:
+        s = struct_pb2.Struct()
+        s.update(value)
+        return s
+
+    plan = stack_plans["staging"]
+    config: dict[str, Any] = {"max-tpu-chips": {"maxChips": 4},
+                              "spot-tpu-in-dev": {"spotStacks": ["staging"]}}
+    proc = subprocess.Popen([sys.executable, str(REPO / "policies" / "__main__.py")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = proc.stdout.readline().strip()
+        stub = analyzer_pb2_grpc.AnalyzerStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+        info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
+        assert info.name == policy_rules.PACK_NAME
+        levels = {p.name: p.enforcementLevel for p in info.policies}
+        assert levels["ray-token-auth"] == pb.MANDATORY
+        assert levels["tpu-pool-cost-labels"] == pb.ADVISORY
+        schema = {p.name: p.configSchema for p in info.policies}
+        assert "maxChips" in schema["max-tpu-chips"].properties
+        stub.Configure(pb.ConfigureAnalyzerRequest(policyConfig={
+            name: pb.PolicyConfig(enforcementLevel=pb.MANDATORY, properties=struct(props))
+            for name, props in config.items()}), timeout=30)
+        seen: set[tuple[str, str, int]] = set()
+        resources = [r for r in plan.resources if r.custom]
+        for r in resources:
+            response = stub.Analyze(pb.AnalyzeRequest(
+                type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name,
+                options=pb.AnalyzerResourceOptions(parent=r.parent_urn or "")), timeout=30)
+            seen |= {(d.policyName, d.urn or r.urn, d.enforcementLevel)
+                     for d in response.diagnostics}
+        response = stub.AnalyzeStack(pb.AnalyzeStackRequest(resources=[
+            pb.AnalyzerResource(type=r.type, properties=struct(r.inputs), urn=r.urn,
+                                name=r.name, parent=r.parent_urn or "") for r in resources]),
+            timeout=30)
+        seen |= {(d.policyName, d.urn, d.enforcementLevel) for d in response.diagnostics}
+    finally:
+        proc.kill()
+        proc.wait()
+    level = {"mandatory": pb.MANDATORY, "advisory": pb.ADVISORY}
+    expected = {(v.policy, v.urn, level[v.level]) for v in evaluate(plan, config)}
+    assert seen == expected
+    assert ("spot-tpu-in-dev", plan.get(NODE_POOL, "v4-16-0").urn, pb.MANDATORY) in seen
+    assert ("max-tpu-chips", "", pb.MANDATORY) in seen
