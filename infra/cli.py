@@ -62,28 +62,31 @@ def plan(
     stacks_dir: StacksDirOpt = None,
     no_policies: Annotated[bool, typer.Option(
         "--no-policies", help="Skip the policy pack (raytpu.policy_rules)")] = False,
+    policy_config: Annotated[Path | None, typer.Option(
+        "--policy-config", help="Policy config JSON, as pulumi's --policy-pack-config")] = None,
 ) -> None:
     """Run the Pulumi program offline (mocked providers) and show what `pulumi up` would create."""
     from .config import ConfigError
     from .plan import PlanError, render_plan, run_plan
+    from .plan_policies import load_policy_config, plan_policies
 
     try:
+        pconfig = load_policy_config(policy_config)
         result = run_plan(stack, stacks_dir)
     except ConfigError as e:
         raise fail(e.problems) from None
     except PlanError as e:
         raise fail([str(e)]) from None
-    from .plan_policies import plan_policies
-
+    on = not no_policies
     if as_json:
         doc = result.to_dict()
-        violations, blocking = plan_policies(result, enabled=not no_policies, as_json=True)
+        violations, blocking = plan_policies(result, enabled=on, as_json=True, config=pconfig)
         if violations is not None:
             doc["policies"] = violations
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         render_plan(result)
-        _, blocking = plan_policies(result, enabled=not no_policies)
+        _, blocking = plan_policies(result, enabled=on, config=pconfig)
     global _skip_teardown
     _skip_teardown = True
     if blocking:  # after printing everything, as `pulumi preview` does

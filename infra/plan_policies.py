@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from inspect import isawaitable
+from pathlib import Path
 from typing import Any
 
 from pulumi_policy import (
@@ -31,6 +33,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from rich.markup import escape
 
+from .config import ConfigError
 from .plan import PlannedResource, PlanResult
 from .policy_rules import PACK_NAME, POLICIES
 
@@ -174,3 +177,58 @@ def plan_policies(result: PlanResult, *, enabled: bool = True, as_json: bool = F
     blocking = [f"policy {v.policy} ({v.urn or 'stack'}): {v.message}"
                 for v in mandatory(violations)]
     return [v.to_dict() for v in violations], blocking
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,), "number": (int, float), "string": (str,), "array": (list,),
+    "boolean": (bool,), "object": (dict,),
+}
+
+
+def load_policy_config(path: Path | None) -> dict[str, Any]:
+    """A ``--policy-pack-config`` file (``{"<policy>": {"enforcementLevel": ..., "<key>":
+    value}}`` or ``{"<policy>": "<level>"}``), checked against the policies' schemas.
+    Raises :class:`ConfigError` naming the key at fault."""
+    if path is None:
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError([f"--policy-config: {path}: {e}"]) from None
+    if not isinstance(raw, dict):
+        raise ConfigError([f"--policy-config: {path}: must be a JSON object"])
+    known = {p.name: p for p in POLICIES}
+    levels = [lv.value for lv in EnforcementLevel if lv != EnforcementLevel.REMEDIATE]
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, value in raw.items():
+        key = f"--policy-config {name}"
+        if name not in known:
+            problems.append(f"{key}: unknown policy; valid: {', '.join(known)}")
+            continue
+        if isinstance(value, str):
+            value = {"enforcementLevel": value}
+        if not isinstance(value, dict):
+            problems.append(f"{key}: {value!r} must be an enforcement level or an object")
+            continue
+        schema = known[name].config_schema
+        props = schema.properties if schema else {}
+        for k, v in value.items():
+            if k == "enforcementLevel":
+                if v not in levels:
+                    problems.append(f"{key}.enforcementLevel: {v!r} is not valid; valid: "
+                                    f"{', '.join(levels)}")
+            elif k not in props:
+                problems.append(f"{key}.{k}: unknown key; valid: "
+                                f"{', '.join(['enforcementLevel', *props])}")
+            else:
+                want = _JSON_TYPES[props[k]["type"]]
+                items = props[k].get("items", {}).get("type")
+                if (not isinstance(v, want) or (isinstance(v, bool) and bool not in want)
+                        or (items and not all(isinstance(i, _JSON_TYPES[items]) for i in v))):
+                    problems.append(f"{key}.{k}: {v!r} is not valid: expected "
+                                    f"{props[k]['type']}" + (f" of {items}" if items else ""))
+        out[name] = value
+    if problems:
+        raise ConfigError(problems)
+    return out

@@ -452,3 +452,20 @@ def test_pack_over_grpc_reports_what_plan_reports(stack_plans: dict[str, PlanRes
     assert seen == expected
     assert ("spot-tpu-in-dev", plan.get(NODE_POOL, "v4-16-0").urn, pb.MANDATORY) in seen
     assert ("max-tpu-chips", "", pb.MANDATORY) in seen
+
+
+def test_policy_config_file(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"max-tpu-chips": {"maxChips": 4},
+                                "tpu-pool-cost-labels": "disabled"}))
+    proc = _cli("plan", "--stack", "staging", "--json", "--policy-config", str(good))
+    assert proc.returncode == 3, proc.stderr
+    rows = json.loads(proc.stdout)["policies"]
+    assert [r["policy"] for r in rows if r["level"] == "mandatory"] == ["max-tpu-chips"]
+    assert not [r for r in rows if r["policy"] == "tpu-pool-cost-labels"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"max-tpu-chips": {"maxChips": "many"}, "nope": {}}))
+    proc = _cli("plan", "--stack", "staging", "--policy-config", str(bad))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--policy-config max-tpu-chips.maxChips: 'many' is not valid" in proc.stderr
+    assert "--policy-config nope: unknown policy" in proc.stderr
