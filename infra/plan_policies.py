@@ -224,8 +224,10 @@ def load_policy_config(path: Path | None) -> dict[str, Any]:
             else:
                 want = _JSON_TYPES[props[k]["type"]]
                 items = props[k].get("items", {}).get("type")
+                elements = v if isinstance(v, list) else []
                 if (not isinstance(v, want) or (isinstance(v, bool) and bool not in want)
-                        or (items and not all(isinstance(i, _JSON_TYPES[items]) for i in v))):
+                        or (items and not all(isinstance(i, _JSON_TYPES[items])
+                                              for i in elements))):
                     problems.append(f"{key}.{k}: {v!r} is not valid: expected "
                                     f"{props[k]['type']}" + (f" of {items}" if items else ""))
         out[name] = value
