@@ -156,7 +156,21 @@ def _firewall(args: ResourceValidationArgs, report: ReportViolation) -> None:
                "or service accounts, so GCE applies it to 0.0.0.0/0", None)
 
 
+def _gke_node_pool(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A pool can undo the cluster's settings for its own nodes."""
+    p = args.props
+    if _get(p, "networkConfig", "enablePrivateNodes") is False:
+        report("networkConfig.enablePrivateNodes: false gives this pool's nodes public IPs",
+               None)
+    if _get(p, "nodeConfig", "workloadMetadataConfig", "mode") == "GCE_METADATA":
+        report("nodeConfig.workloadMetadataConfig.mode GCE_METADATA turns Workload Identity "
+               "off on this pool: its pods get the node's service account", None)
+
+
 def _gke_cluster(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == NODE_POOL:
+        _gke_node_pool(args, report)
+        return
     if args.resource_type != CLUSTER or _get(args.props, "enableAutopilot"):
         return  # Autopilot manages nodes, identity and shielding itself
     p = args.props
@@ -345,9 +359,11 @@ def _tpu_placement(args: ResourceValidationArgs, report: ReportViolation) -> Non
         sizes = {"autoscaling.maxNodeCount": _get(auto, "maxNodeCount")}
         if _get(auto, "totalMaxNodeCount") is not None:
             sizes = {"autoscaling.totalMaxNodeCount": _get(auto, "totalMaxNodeCount")}
-        initial = _get(p, "initialNodeCount")
-        if initial not in (None, 0, shape.hosts):
-            sizes["initialNodeCount"] = initial
+        # All of a slice's hosts or none: the other bounds may only be 0 or hosts.
+        for key in ("initialNodeCount", "autoscaling.minNodeCount"):
+            value = _get(p, *key.split("."))
+            if value not in (None, 0, shape.hosts):
+                sizes[key] = value
     else:
         sizes = {"nodeCount": _get(p, "nodeCount") if _get(p, "nodeCount") is not None
                  else _get(p, "initialNodeCount")}
@@ -437,7 +453,8 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         f"{IAP_SOURCE_RANGE} is the way in for SSH).", _firewall, M),
     ResourceValidationPolicy(
         "gke-cluster-hardened", "GKE clusters have private nodes, Workload Identity and "
-        "shielded nodes.", _gke_cluster, M),
+        "shielded nodes, and no node pool turns private nodes or Workload Identity off.",
+        _gke_cluster, M),
     ResourceValidationPolicy(
         "no-public-ray-load-balancer", "No external LoadBalancer Service in front of Ray "
         "pods.", _public_lb, M),

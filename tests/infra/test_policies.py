@@ -171,6 +171,17 @@ def test_gke_cluster_without_private_nodes_or_workload_identity_caught() -> None
     assert {v.urn.rsplit("::", 1)[-1] for v in found} == {"raw"}
     text = " ".join(v.message for v in found)
     assert "private nodes" in text and "Workload Identity" in text and "shielded" in text
+    # A pool can undo both for its own nodes.
+    def metadata(mode: str) -> dict[str, Any]:
+        return {"workloadMetadataConfig": {"mode": mode}}
+
+    pools = run(lambda: (
+        _pool("public", nodeCount=1, networkConfig={"enablePrivateNodes": False}),
+        _pool("gce", nodeCount=1, node_config=metadata("GCE_METADATA")),
+        _pool("fine", nodeCount=1, node_config=metadata("GKE_METADATA")),
+    ))
+    assert {v.urn.rsplit("::", 1)[-1] for v in hits(pools, "gke-cluster-hardened")} == {
+        "public", "gce"}
 
 
 def test_external_load_balancer_in_front_of_ray_caught() -> None:
@@ -294,12 +305,17 @@ def test_multi_host_pool_shape_caught() -> None:
         _pool("short", placementPolicy={"type": "COMPACT", "tpuTopology": "2x2x2"}, nodeCount=1),
         _pool("elastic", placementPolicy={"type": "COMPACT", "tpuTopology": "2x2x2"},
               autoscaling={"minNodeCount": 0, "maxNodeCount": 4}, initialNodeCount=0),
+        _pool("halfmin", placementPolicy={"type": "COMPACT", "tpuTopology": "2x2x2"},
+              autoscaling={"minNodeCount": 1, "maxNodeCount": 2}, initialNodeCount=2),
+        _pool("elastic-ok", placementPolicy={"type": "COMPACT", "tpuTopology": "2x2x2"},
+              autoscaling={"minNodeCount": 0, "maxNodeCount": 2}, initialNodeCount=0),
         _pool("single", machine="ct5lp-hightpu-4t",
               placementPolicy={"type": "COMPACT", "tpuTopology": "2x2"}, nodeCount=1),
         _pool("bad", placementPolicy={"type": "COMPACT", "tpuTopology": "3x3x3"}, nodeCount=2),
     ))
     found = {v.urn.rsplit("::", 1)[-1]: v.message for v in hits(plan, "tpu-slice-pool-shape")}
-    assert set(found) == {"loose", "short", "elastic", "single", "bad"}
+    assert set(found) == {"loose", "short", "elastic", "halfmin", "single", "bad"}
+    assert "autoscaling.minNodeCount is 1" in found["halfmin"]
     assert "COMPACT" in found["loose"] and "2 ct4p-hightpu-4t hosts" in found["short"]
     assert "single-host" in found["single"]
 
