@@ -53,6 +53,7 @@ from raytpu.components.k8s_objects import (
     Toleration,
     Volume,
     VolumeMount,
+    pod_security_labels,
 )
 from raytpu.components.ray_resources import (
     AuthMode,
@@ -564,11 +565,6 @@ class TpuRayCluster(pulumi.ComponentResource):
             ),
         )
 
-
-
-def pod_security_labels(level: str = versions.POD_SECURITY_LEVEL) -> dict[str, str]:
-    """Namespace labels that make the API server enforce (and warn and audit) ``level``."""
-    return {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "warn", "audit")}
 
 
 def dashboard_command(cluster_name: str, namespace: str) -> str:
