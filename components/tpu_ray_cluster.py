@@ -271,8 +271,8 @@ def image_is_pinned(image: str) -> bool:
 
 # -- pod security: the "restricted" Pod Security Standard ---------------------------------
 # (kubernetes.io/docs/concepts/security/pod-security-standards). TPU chips need no
-# privileged container on GKE >= 1.28 (the TPU device plugin hands the pod /dev/accel*;
-# "About TPUs in GKE"), which every TPU generation here requires anyway.
+# privileged container on GKE >= 1.28 ("About TPUs in GKE"; shared/ref/notes/gke-tpu.md
+# §1.3), which every stack needs anyway (the KubeRay TPU webhook: 1.28; the add-on: 1.30).
 
 # Where Ray and the trainer write, each an emptyDir so the root filesystem can be
 # read-only: Ray's session dirs and logs (the volume name and path are KubeRay's own,
