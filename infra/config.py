@@ -13,14 +13,14 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from . import versions
 from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
-from .names import DNS_LABEL
+from .names import DNS_LABEL, PROJECT_ID, cluster_name_problem
 
 NAMESPACE = "raytpu"
 
@@ -34,9 +34,24 @@ class ConfigError(Exception):
 
 
 class _Model(BaseModel):
+    # strict: a YAML value of the wrong type is an error, never coerced (`count: true` is not
+    # 1, `imageTag: 1.10` is not "1.1", `spot: "no"` is not False).
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
+        strict=True,
     )
+
+
+def _quantity(value: Any) -> Any:
+    """Kubernetes quantities may be written as YAML numbers (``headCpu: 4``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity)]
+"""A Kubernetes resource quantity (``"4"``, ``"500m"``, ``"16Gi"``); a YAML number is taken
+as its decimal string."""
 
 
 class Autoscaling(_Model):
@@ -103,6 +118,9 @@ class ClusterConfig(_Model):
     master_ipv4_cidr_block: str = "172.16.0.32/28"
     master_authorized_networks: list[AuthorizedNetwork] = []
     private_endpoint: bool = False
+    dns_endpoint: bool = False
+    """Allow outside traffic on GKE's DNS-based control-plane endpoint (IAM-authorized);
+    the kubeconfig and the Kubernetes provider use it."""
     system_pool: SystemPool = SystemPool()
 
 
@@ -140,8 +158,8 @@ class RayConfig(_Model):
     """Full image reference; default: this stack's Artifact Registry image."""
     image_tag: str = "latest"
     idle_timeout_seconds: int = Field(600, ge=0)
-    head_cpu: str = "4"
-    head_memory: str = "16Gi"
+    head_cpu: Quantity = "4"
+    head_memory: Quantity = "16Gi"
     dashboard_internal_lb: bool = False
     auth: Literal["token", "disabled"] = "token"
     """Ray token authentication for the dashboard, Job Submission API and GCS."""
@@ -152,6 +170,9 @@ class StorageConfig(_Model):
     """Checkpoint bucket name; default ``<project>-<stack>-raytpu``."""
     location: str | None = None
     retention_days: int = Field(30, ge=1)
+    """Days a deleted/overwritten checkpoint object is kept (as a noncurrent version)."""
+    noncurrent_versions: int = Field(1, ge=0)
+    """Noncurrent versions kept per object at most; live objects are never expired."""
     force_destroy: bool = False
 
 
@@ -182,6 +203,14 @@ class TeamConfig(_Model):
     bucket of its own."""
 
 
+class ProjectConfig(_Model):
+    """``raytpu:project``: what the stack may change on the GCP project itself."""
+
+    enable_apis: bool = True
+    """Enable the Google APIs the stack needs (``raytpu.apis.STACK_APIS``); false for
+    projects whose APIs are managed elsewhere."""
+
+
 class StackConfig(_Model):
     """The whole validated stack: what the program and the CLI work from."""
 
@@ -195,11 +224,12 @@ class StackConfig(_Model):
     ray: RayConfig = Field(RayConfig(), alias="raytpu:ray")
     storage: StorageConfig = Field(StorageConfig(), alias="raytpu:storage")
     registry: RegistryConfig = Field(RegistryConfig(), alias="raytpu:registry")
+    project_settings: ProjectConfig = Field(ProjectConfig(), alias="raytpu:project")
     teams: list[TeamConfig] = Field([], alias="raytpu:teams")
     """Teams sharing the fleet through Kueue; empty: one RayCluster, no queueing."""
 
     # Keys of other namespaces that a stack file may carry and we ignore (providers').
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
     @property
     def region(self) -> str:
@@ -367,10 +397,13 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
             f"raytpu:ray.version: {cfg.ray.version!r} is older than KubeRay "
             f"{cfg.kuberay.version} supports; need >= {versions.MIN_RAY_VERSION_FOR_KUBERAY}"
         )
-    if not DNS_LABEL.match(cfg.cluster.name) or len(cfg.cluster.name) > 30:
+    name_problem = cluster_name_problem(cfg.cluster.name)
+    if name_problem:
+        problems.append(f"raytpu:cluster.name: {name_problem}")
+    if not PROJECT_ID.match(cfg.project):
         problems.append(
-            f"raytpu:cluster.name: {cfg.cluster.name!r} must be a DNS label "
-            "of at most 30 characters"
+            f"gcp:project: {cfg.project!r} is not a GCP project ID (6-30 lowercase letters, "
+            "digits and '-', starting with a letter, not ending with '-')"
         )
     if not re.fullmatch(r"[a-z]+-[a-z]+\d+-[a-z]", cfg.zone):
         problems.append(f"raytpu:zone: {cfg.zone!r} is not a GCP zone (e.g. us-central2-b)")

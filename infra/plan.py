@@ -124,6 +124,12 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
             masterVersion=inputs.get("minMasterVersion") or "1.34.1-gke.1000000",
             id=f"projects/{project}/locations/{inputs.get('location')}/clusters/{res_name}",
         )
+        # GKE always assigns a DNS endpoint (``<uid>.<region>.gke.goog``).
+        dns = {**(inputs.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig", {}),
+               "endpoint": f"gke-0123456789abcdef-{project}.{inputs.get('location')}.gke.goog"}
+        out["controlPlaneEndpointsConfig"] = {
+            **(inputs.get("controlPlaneEndpointsConfig") or {}), "dnsEndpointConfig": dns,
+        }
     elif typ == "gcp:serviceaccount/account:Account":
         email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
         out.update(email=email, member=f"serviceAccount:{email}",
