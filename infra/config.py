@@ -193,9 +193,9 @@ class TeamConfig(_Model):
     """DNS label: the team's namespace, LocalQueue and ClusterQueue derive from it."""
     members: list[str] = Field(min_length=1)
     """Who may submit, in IAM member syntax (``group:ml@example.com``, ``user:...``)."""
-    quota: dict[str, int] = Field(min_length=1)
+    quota: dict[str, Annotated[int, Field(ge=0)]] = Field(min_length=1)
     """Nominal quota: slices per slice group."""
-    borrowing: dict[str, int] = {}
+    borrowing: dict[str, Annotated[int, Field(ge=0)]] = {}
     """How many more slices per slice group the team may borrow from idle quota."""
     priority: Literal["default", "high", "low"] = "default"
     bucket_access: Literal["prefix", "bucket"] = "prefix"
@@ -327,7 +327,28 @@ def _format(err: Mapping[str, Any]) -> str:
     if kind == "literal_error":
         choices = err.get("ctx", {}).get("expected", "")
         return f"{path}: {value!r} is not valid; valid: {choices.replace(' or ', ', ')}"
-    return f"{path}: {value!r} is not valid: {err['msg']}"
+    return f"{path}: {value!r} is not valid: {err['msg']}{_type_hint(kind, value)}"
+
+
+def _yaml_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
+def _type_hint(kind: str, value: Any) -> str:
+    """What to write instead, for a YAML scalar of the wrong type (the models are strict)."""
+    if kind == "string_type" and isinstance(value, bool | int | float):
+        return f"; YAML read it as {_yaml_kind(value)}: quote it for a string"
+    if kind in ("int_type", "float_type") and isinstance(value, bool | str):
+        return f"; YAML read it as {_yaml_kind(value)}: write a number, unquoted"
+    if kind == "bool_type" and not isinstance(value, bool):
+        return f"; YAML read it as {_yaml_kind(value)}: write true or false"
+    return ""
 
 
 def _slice_problems(i: int, s: SliceConfig) -> list[str]:
