@@ -1,6 +1,6 @@
 """The stack program: validated config in, components out.
 
-``pulumi up`` runs it through ``infra/__main__.py``; ``raytpu plan`` runs the same function
+``pulumi up`` runs it through ``deploy/__main__.py``; ``raytpu plan`` runs the same function
 under mocks. Config is read and validated here, once; components only see typed Args.
 """
 

@@ -221,3 +221,21 @@ def test_unversioned_bucket_gets_no_expiry_at_all() -> None:
     b = run_alone(program).get(BUCKET, "ckpt-bucket").inputs
     assert b["versioning"] == {"enabled": False} and "lifecycleRules" not in b
 
+
+
+def test_project_services_alone_and_bad_api_names() -> None:
+    from infra_support import refused_alone
+    from raytpu.components import ProjectServices, ProjectServicesArgs
+
+    plan = run_alone(lambda: ProjectServices("apis", ProjectServicesArgs(
+        project=PROJECT, services={"container.googleapis.com": "GKE"})))
+    (svc,) = plan.by_type(SERVICE)
+    assert svc.name == "apis-container" and svc.parent == "apis"
+    assert svc.inputs == {"project": PROJECT, "service": "container.googleapis.com",
+                          "disableOnDestroy": False}
+    errors = refused_alone(
+        lambda: ProjectServices("a", ProjectServicesArgs(project=PROJECT,
+                                                         services={"container": "x"})),
+        lambda: ProjectServices("b", {"project": PROJECT}),  # type: ignore[arg-type]
+    )
+    assert "'container' is not a Google API name" in str(errors[0])
