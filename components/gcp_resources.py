@@ -145,6 +145,9 @@ class ContainerNodePool(GcpResource):
     OUTPUTS = ("name", "instanceGroupUrls", "managedInstanceGroupUrls")
 
 
+ENGINE_VERSIONS_TOKEN = "gcp:container/getEngineVersions:getEngineVersions"
+
+
 def gke_engine_versions(
     location: str, project: str, depends_on: Sequence[pulumi.Resource] = ()
 ) -> pulumi.Output[dict[str, Any]]:
@@ -157,7 +160,7 @@ def gke_engine_versions(
     own = pulumi.InvokeOutputOptions(depends_on=list(depends_on)) if depends_on else None
     opts = pulumi.InvokeOutputOptions.merge(_utilities.get_invoke_opts_defaults(), own)
     return pulumi.runtime.invoke_output(
-        "gcp:container/getEngineVersions:getEngineVersions",
+        ENGINE_VERSIONS_TOKEN,
         {"location": location, "project": project},
         opts=opts,
     )

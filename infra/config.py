@@ -15,12 +15,19 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 from pydantic.alias_generators import to_camel
 
 from . import versions
 from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
-from .names import DNS_LABEL, PROJECT_ID, cluster_name_problem
+from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cluster_name_problem
 
 NAMESPACE = "raytpu"
 
@@ -49,7 +56,18 @@ def _quantity(value: Any) -> Any:
     return value
 
 
-Quantity = Annotated[str, BeforeValidator(_quantity)]
+# Kubernetes resource.Quantity: a decimal number and an optional binary-SI (Ki..Ei),
+# decimal-SI (n, u, m, k, M, G, T, P, E) or exponent suffix (apimachinery quantity.go).
+_QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
+
+
+def _check_quantity(value: str) -> str:
+    if not _QUANTITY.match(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    return value
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity), AfterValidator(_check_quantity)]
 """A Kubernetes resource quantity (``"4"``, ``"500m"``, ``"16Gi"``); a YAML number is taken
 as its decimal string."""
 
@@ -324,6 +342,8 @@ def _format(err: Mapping[str, Any]) -> str:
         return f"{path}: unknown key{valid}"
     if kind == "missing":
         return f"{path}: required key is missing"
+    if kind == "value_error":  # our own validators: the message names the value
+        return f"{path}: {err.get('ctx', {}).get('error', err['msg'])}"
     if kind == "literal_error":
         choices = err.get("ctx", {}).get("expected", "")
         return f"{path}: {value!r} is not valid; valid: {choices.replace(' or ', ', ')}"
@@ -379,8 +399,34 @@ def _slice_problems(i: int, s: SliceConfig) -> list[str]:
     return problems
 
 
-def _semantic_problems(cfg: StackConfig) -> list[str]:
+_VERSION = re.compile(r"^v?\d+(\.\d+)*(-[0-9A-Za-z.-]+)?$")
+
+
+def _format_problems(cfg: StackConfig) -> list[str]:
+    """Strings whose shape is fixed: versions and Kubernetes names."""
     problems: list[str] = []
+    for key, value in (
+        ("raytpu:cluster.minMasterVersion", cfg.cluster.min_master_version),
+        ("raytpu:kuberay.version", cfg.kuberay.version),
+        ("raytpu:kuberay.webhookVersion", cfg.kuberay.webhook_version),
+        ("raytpu:kuberay.certManagerVersion", cfg.kuberay.cert_manager_version),
+        ("raytpu:ray.version", cfg.ray.version),
+    ):
+        if value is not None and not _VERSION.match(value):
+            problems.append(f"{key}: {value!r} is not a version (e.g. 1.7.0, 1.31.2-gke.1115000)")
+    ns = cfg.kuberay.namespace
+    if not K8S_NAME.match(ns) or len(ns) > 63:
+        problems.append(
+            f"raytpu:kuberay.namespace: {ns!r} is not a Kubernetes namespace name (lowercase "
+            "letters, digits and '-', at most 63 characters)"
+        )
+    return problems
+
+
+def _semantic_problems(cfg: StackConfig) -> list[str]:
+    problems = _format_problems(cfg)
+    if problems:  # version comparisons below would be meaningless
+        return problems
     names: set[str] = set()
     for i, s in enumerate(cfg.slices):
         key = f"raytpu:slices[{i}]"

@@ -31,6 +31,7 @@ from raytpu.components import (
     TpuSlicePool,
     TpuSlicePoolArgs,
 )
+from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
 
 from . import versions
 from .apis import after_apis, declare_project_services
@@ -243,7 +244,8 @@ def build_infra(cfg: StackConfig) -> Infra:
         subnetwork=network.subnetwork,
         pods_range_name=network.pods_range_name,
         services_range_name=network.services_range_name,
-        api_dependencies=tuple(apis.resources) if apis else (),
+        # The version lookup is an invoke: transformations do not reach it.
+        api_dependencies=tuple(apis.depends_on_for(ENGINE_VERSIONS_TOKEN)) if apis else (),
     ), opts)
     tpu_pools = {
         s.name: TpuSlicePool(s.name, dataclasses.replace(

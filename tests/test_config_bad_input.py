@@ -278,3 +278,24 @@ def test_yaml_1_1_booleans_are_strings_as_pulumi_reads_them(tmp_path: Path) -> N
         parse_stack_config("y", raw)
     assert any(p.startswith("raytpu:slices[0].spot: 'yes' is not valid") and "true or false" in p
                for p in info.value.problems), info.value.problems
+
+
+@pytest.mark.parametrize(("section", "key", "value", "expected"), [
+    ("raytpu:ray", "headCpu", "lots", "raytpu:ray.headCpu: 'lots' is not a Kubernetes quantity"),
+    ("raytpu:ray", "headMemory", "16 GB", "raytpu:ray.headMemory: '16 GB' is not a Kubernetes"),
+    ("raytpu:kuberay", "version", "latest", "raytpu:kuberay.version: 'latest' is not a version"),
+    ("raytpu:kuberay", "webhookVersion", "x", "raytpu:kuberay.webhookVersion: 'x' is not a"),
+    ("raytpu:kuberay", "certManagerVersion", "one", "raytpu:kuberay.certManagerVersion: 'one'"),
+    ("raytpu:kuberay", "namespace", "Kube_Ray", "raytpu:kuberay.namespace: 'Kube_Ray' is not a"),
+    ("raytpu:ray", "version", "2.x", "raytpu:ray.version: '2.x' is not a version"),
+    ("raytpu:cluster", "minMasterVersion", "new", "raytpu:cluster.minMasterVersion: 'new' is not"),
+])
+def test_strings_of_a_fixed_shape(section: str, key: str, value: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_stack_config("t", {**BASE, section: {key: value}})
+    assert [p for p in info.value.problems if p.startswith(expected)], info.value.problems
+
+
+@pytest.mark.parametrize("value", ["4", "500m", "16Gi", "1.5", "2e3", "0.5Ti"])
+def test_valid_quantities(value: str) -> None:
+    assert parse_stack_config("t", {**BASE, "raytpu:ray": {"headMemory": value}})

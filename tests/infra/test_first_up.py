@@ -115,7 +115,7 @@ def test_gke_version_lookup_waits_for_the_container_api(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(gke_module, "gke_engine_versions", spy)
     run_program("test", raw_config())
-    assert seen and "apis-container" in seen[0]
+    assert seen == [["apis-container"]]
 
 
 # -- Control plane reachable from CI -----------------------------------------------------
