@@ -9,7 +9,6 @@ one, the line and column: a config error (exit 2), never a traceback.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,10 @@ def stack_file_path(stack: str, stacks_dir: Path | None = None) -> Path:
 
 class _Loader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one
-    silently: a second ``raytpu:cluster:`` block would drop the first)."""
+    silently: a second ``raytpu:cluster:`` block would drop the first).
+
+    Scalars resolve as YAML 1.1 (``yes``/``on`` are booleans), as the Pulumi CLI's stack
+    loader (gopkg.in/yaml.v2, pulumi/pulumi sdk/go/common/encoding/marshal.go) reads them."""
 
 
 def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -49,19 +51,6 @@ def _mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dic
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-# Booleans as YAML 1.2 (and the Pulumi CLI's Go YAML parser, which hands `yes`/`on` to the
-# program as strings) have them: only true/false. PyYAML's 1.1 default would read `spot: yes`
-# as true here and `pulumi up` would then get "yes"; both now refuse it the same way.
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
-)
 
 
 def _at(path: Path, mark: Any) -> str:

@@ -267,19 +267,6 @@ def test_type_error_in_stack_file_exits_2_with_key_and_value(tmp_path: Path) -> 
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
-def test_yaml_1_1_booleans_are_strings_as_pulumi_reads_them(tmp_path: Path) -> None:
-    from raytpu.stack_file import load_stack_file
-
-    body = _good().replace(b"name: train", b"name: train\n    spot: yes")
-    (tmp_path / "Pulumi.y.yaml").write_bytes(body)
-    raw = load_stack_file("y", tmp_path)
-    assert raw["raytpu:slices"][0]["spot"] == "yes"
-    with pytest.raises(ConfigError) as info:
-        parse_stack_config("y", raw)
-    assert any(p.startswith("raytpu:slices[0].spot: 'yes' is not valid") and "true or false" in p
-               for p in info.value.problems), info.value.problems
-
-
 @pytest.mark.parametrize(("section", "key", "value", "expected"), [
     ("raytpu:ray", "headCpu", "lots", "raytpu:ray.headCpu: 'lots' is not a Kubernetes quantity"),
     ("raytpu:ray", "headMemory", "16 GB", "raytpu:ray.headMemory: '16 GB' is not a Kubernetes"),
