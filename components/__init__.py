@@ -10,6 +10,8 @@ from .gke_cluster import SystemPoolArgs as SystemPoolArgs
 from .network import ExistingNetwork as ExistingNetwork
 from .network import Network as Network
 from .network import NetworkArgs as NetworkArgs
+from .project_services import ProjectServices as ProjectServices
+from .project_services import ProjectServicesArgs as ProjectServicesArgs
 from .registry import ImageRegistry as ImageRegistry
 from .registry import ImageRegistryArgs as ImageRegistryArgs
 from .storage import CheckpointStorage as CheckpointStorage

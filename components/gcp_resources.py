@@ -20,7 +20,7 @@ the wire format fails a test instead of drifting silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 import pulumi
@@ -115,12 +115,24 @@ class ComputeFirewall(_HasSelfLink):
 
 class ContainerCluster(_HasSelfLink):
     TOKEN = "gcp:container/cluster:Cluster"
-    OUTPUTS = ("name", "endpoint", "masterAuth", "masterVersion", "selfLink")
+    OUTPUTS = (
+        "name", "endpoint", "masterAuth", "masterVersion", "selfLink",
+        "controlPlaneEndpointsConfig",
+    )
     SECRET_OUTPUTS = ("effectiveLabels", "pulumiLabels")
 
     @property
     def endpoint(self) -> pulumi.Output[str]:
+        """The control plane's IP endpoint."""
         return self.output("endpoint")
+
+    @property
+    def dns_endpoint(self) -> pulumi.Output[str]:
+        """``controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint``
+        (``<uid>.<region>.gke.goog``)."""
+        return self.output("controlPlaneEndpointsConfig").apply(
+            lambda c: ((c or {}).get("dnsEndpointConfig") or {}).get("endpoint")
+        )
 
     @property
     def cluster_ca_certificate(self) -> pulumi.Output[str]:
@@ -133,13 +145,22 @@ class ContainerNodePool(GcpResource):
     OUTPUTS = ("name", "instanceGroupUrls", "managedInstanceGroupUrls")
 
 
-def gke_engine_versions(location: str, project: str) -> pulumi.Output[dict[str, Any]]:
-    """``gcp.container.getEngineVersions`` (wire-format result: camelCase keys)."""
+ENGINE_VERSIONS_TOKEN = "gcp:container/getEngineVersions:getEngineVersions"
+
+
+def gke_engine_versions(
+    location: str, project: str, depends_on: Sequence[pulumi.Resource] = ()
+) -> pulumi.Output[dict[str, Any]]:
+    """``gcp.container.getEngineVersions`` (wire-format result: camelCase keys).
+
+    ``depends_on``: resources the call waits for (the enabled Kubernetes Engine API); while
+    they are still to be created, a preview gets an unknown result instead of an error."""
     from pulumi_gcp import _utilities
 
-    opts = pulumi.InvokeOutputOptions.merge(_utilities.get_invoke_opts_defaults(), None)
+    own = pulumi.InvokeOutputOptions(depends_on=list(depends_on)) if depends_on else None
+    opts = pulumi.InvokeOutputOptions.merge(_utilities.get_invoke_opts_defaults(), own)
     return pulumi.runtime.invoke_output(
-        "gcp:container/getEngineVersions:getEngineVersions",
+        ENGINE_VERSIONS_TOKEN,
         {"location": location, "project": project},
         opts=opts,
     )
@@ -206,3 +227,13 @@ class ArtifactRegistryRepository(GcpResource):
 class ArtifactRegistryRepositoryIamMember(GcpResource):
     TOKEN = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
     OUTPUTS = ("etag",)
+
+
+# -- projects ---------------------------------------------------------------------------
+
+
+class ProjectService(GcpResource):
+    """An enabled Google API (``gcp.projects.Service``)."""
+
+    TOKEN = "gcp:projects/service:Service"
+    OUTPUTS = ("service",)

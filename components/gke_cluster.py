@@ -12,13 +12,17 @@
 * a GKE version check: the release channel's default (or the pinned minimum master
   version) must satisfy every minimum in ``min_versions`` (TPU generations, the add-on),
 * a Kubernetes provider built from the cluster's outputs (exec auth through
-  ``gke-gcloud-auth-plugin``) for the components that deploy into the cluster.
+  ``gke-gcloud-auth-plugin``) for the components that deploy into the cluster. With
+  ``dns_endpoint`` it reaches the control plane through GKE's DNS-based endpoint
+  (``<uid>.<region>.gke.goog``, authorized by IAM, reachable from anywhere Google APIs
+  are), so CI runners without a stable egress IP can deploy; otherwise through the IP
+  endpoint, which only ``master_authorized_networks`` (and the VPC) may reach.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +36,7 @@ from raytpu.components.gcp_resources import (
     ServiceAccount,
     gke_engine_versions,
 )
-from raytpu.names import ACCOUNT_ID, DNS_LABEL, LOCATION
+from raytpu.names import ACCOUNT_ID, DNS_LABEL, LOCATION, cluster_name_problem
 from raytpu.versions import version_tuple
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
@@ -99,7 +103,7 @@ class GkeClusterArgs:
     location: str
     """A zone (zonal cluster) or a region (regional cluster)."""
     cluster_name: str
-    """GKE cluster name (DNS label, at most 40 characters)."""
+    """GKE cluster name (DNS label, at most ``names.CLUSTER_NAME_MAX_LEN`` characters)."""
     network: pulumi.Input[str]
     """VPC name or self link (``Network.network``)."""
     subnetwork: pulumi.Input[str]
@@ -119,8 +123,13 @@ class GkeClusterArgs:
     private_endpoint: bool = False
     """Control plane reachable only from inside the VPC (no public endpoint)."""
     master_authorized_networks: tuple[AuthorizedNetwork, ...] = ()
-    """CIDRs allowed to reach the control plane. Always enforced: empty means no outside
-    range at all (only the VPC and Google services)."""
+    """CIDRs allowed to reach the control plane's IP endpoint. Always enforced: empty means
+    no outside range at all (only the VPC and Google services)."""
+    dns_endpoint: bool = False
+    """Allow outside traffic on the DNS-based control-plane endpoint
+    (``controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic``): every request
+    is authorized by IAM (``container.clusters.connect``) before Kubernetes RBAC, from any
+    network. The kubeconfig and the Kubernetes provider then use that endpoint."""
     deletion_protection: bool = True
     """Refuse ``pulumi destroy`` and replacements of the cluster (explicit: pulumi-gcp's
     default is on and only the value in state counts)."""
@@ -137,6 +146,9 @@ class GkeClusterArgs:
     """Project roles of the node service account. Editor/Owner are refused."""
     resource_labels: Mapping[str, str] = field(default_factory=dict)
     """GCE labels on the cluster's resources (cost attribution)."""
+    api_dependencies: Sequence[pulumi.Resource] = ()
+    """What the GKE version lookup (an invoke, which resource transformations do not reach)
+    waits for: the enabled Kubernetes Engine API (``ProjectServices.resources``)."""
 
     @property
     def account_id(self) -> str:
@@ -154,11 +166,9 @@ class GkeClusterArgs:
                 f"GkeClusterArgs.location: {self.location!r} is neither a zone (us-central2-b) "
                 "nor a region (us-central2)"
             )
-        if not DNS_LABEL.match(self.cluster_name) or len(self.cluster_name) > 40:
-            raise ValueError(
-                f"GkeClusterArgs.cluster_name: {self.cluster_name!r} must be a DNS label of at "
-                "most 40 characters"
-            )
+        problem = cluster_name_problem(self.cluster_name)
+        if problem:
+            raise ValueError(f"GkeClusterArgs.cluster_name: {problem}")
         if self.release_channel not in RELEASE_CHANNELS:
             raise ValueError(
                 f"GkeClusterArgs.release_channel: {self.release_channel!r} is not valid; valid: "
@@ -242,18 +252,21 @@ def check_gke_version(
     return version
 
 
-def render_kubeconfig(context: str, endpoint: str, ca_certificate: str) -> str:
-    """A kubeconfig that authenticates through ``gke-gcloud-auth-plugin`` (no static token)."""
+def render_kubeconfig(context: str, endpoint: str, ca_certificate: str | None) -> str:
+    """A kubeconfig that authenticates through ``gke-gcloud-auth-plugin`` (no static token).
+
+    ``ca_certificate`` ``None``: the DNS-based endpoint, whose certificate is publicly
+    trusted (not signed by the cluster CA), as ``gcloud container clusters get-credentials
+    --dns-endpoint`` writes it."""
     import yaml
 
+    cluster: dict[str, Any] = {"server": f"https://{endpoint}"}
+    if ca_certificate is not None:
+        cluster = {"certificate-authority-data": ca_certificate, **cluster}
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{
-            "name": context,
-            "cluster": {"certificate-authority-data": ca_certificate,
-                        "server": f"https://{endpoint}"},
-        }],
+        "clusters": [{"name": context, "cluster": cluster}],
         "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
         "current-context": context,
         "preferences": {},
@@ -280,6 +293,12 @@ class GkeCluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
     location: str
     endpoint: pulumi.Output[str]
+    """The IP endpoint of the control plane."""
+    dns_endpoint: pulumi.Output[str]
+    """The DNS-based endpoint (``<uid>.<region>.gke.goog``); outside traffic only with
+    ``GkeClusterArgs.dns_endpoint``."""
+    api_server: pulumi.Output[str]
+    """Host the kubeconfig and the provider use: the DNS endpoint when enabled, else the IP."""
     ca_certificate: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     """Secret: kubeconfig with exec auth through gke-gcloud-auth-plugin."""
@@ -326,7 +345,9 @@ class GkeCluster(pulumi.ComponentResource):
 
         # The version check gates the cluster: an apply that raises fails the cluster's
         # registration, so nothing is created on a too-old channel.
-        engine = gke_engine_versions(location=args.location, project=args.project)
+        engine = gke_engine_versions(
+            location=args.location, project=args.project, depends_on=args.api_dependencies
+        )
         self.gke_version = engine.apply(
             lambda result: check_gke_version(
                 channel_defaults=result.get("releaseChannelDefaultVersion") or {},
@@ -369,6 +390,10 @@ class GkeCluster(pulumi.ComponentResource):
                     "enablePrivateEndpoint": args.private_endpoint,
                     "masterIpv4CidrBlock": args.master_ipv4_cidr_block,
                 },
+                # Explicit either way, so that turning it off is a change too.
+                "controlPlaneEndpointsConfig": {
+                    "dnsEndpointConfig": {"allowExternalTraffic": args.dns_endpoint},
+                },
                 "masterAuthorizedNetworksConfig": {
                     "cidrBlocks": [
                         {"cidrBlock": n.cidr_block, "displayName": n.display_name}
@@ -396,6 +421,8 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster_id = self.cluster.id
         self.cluster_name = self.cluster.gcp_name
         self.endpoint = self.cluster.endpoint
+        self.dns_endpoint = self.cluster.dns_endpoint
+        self.api_server = self.dns_endpoint if args.dns_endpoint else self.endpoint
         self.ca_certificate = self.cluster.cluster_ca_certificate
 
         pool = args.system_pool
@@ -429,9 +456,10 @@ class GkeCluster(pulumi.ComponentResource):
         context = f"gke_{args.project}_{args.location}_{args.cluster_name}"
         # Output.all on the lifted fields: Output.all(cluster.master_auth) would hand the
         # lambda a plain dict, not the output type (shared/ref/notes/pulumi.md gotcha 10).
+        use_dns = args.dns_endpoint
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.endpoint, self.ca_certificate).apply(
-                lambda v: render_kubeconfig(context, str(v[0]), str(v[1]))
+            pulumi.Output.all(self.api_server, self.ca_certificate).apply(
+                lambda v: render_kubeconfig(context, str(v[0]), None if use_dns else str(v[1]))
             )
         )
         self.provider = k8s.Provider(
@@ -448,6 +476,7 @@ class GkeCluster(pulumi.ComponentResource):
             "name": self.cluster_name,
             "location": self.location,
             "endpoint": self.endpoint,
+            "dnsEndpoint": self.dns_endpoint,
             "kubeconfig": self.kubeconfig,
             "nodeServiceAccountEmail": self.node_service_account_email,
             "workloadPool": self.workload_pool,

@@ -1,9 +1,14 @@
 """The checkpoint bucket and the identity Ray pods use to write it.
 
 ``CheckpointStorage`` declares a private GCS bucket (uniform bucket-level access, public
-access prevention enforced, objects deleted after ``retention_days``) and a Google service
-account that the Kubernetes service account of the Ray pods impersonates through Workload
-Identity. The account gets ``roles/storage.objectUser`` on that bucket only: nothing
+access prevention enforced, object versioning) and a Google service account that the
+Kubernetes service account of the Ray pods impersonates through Workload Identity.
+
+Lifecycle: a live object is never deleted by age, because the latest checkpoint of a
+paused run may be months old and an age rule would delete it. Old checkpoints become
+noncurrent versions when Ray Train removes them (``num_to_keep``) or overwrites them; those
+are deleted ``retention_days`` after that, and at most ``noncurrent_versions`` of them are
+kept per object. The account gets ``roles/storage.objectUser`` on that bucket only: nothing
 project-wide. The Kubernetes service account itself belongs to the Ray layer; annotate it
 with :attr:`CheckpointStorage.ksa_annotations`.
 """
@@ -11,7 +16,7 @@ with :attr:`CheckpointStorage.ksa_annotations`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,13 +52,22 @@ class CheckpointStorageArgs:
     gsa_account_id: str
     """Account id of the Google service account (6-30 characters)."""
     retention_days: int = 30
-    """Objects (and, with versioning, noncurrent versions) are deleted after this many days."""
-    versioning: bool = False
-    """Keep overwritten/deleted objects as noncurrent versions (until ``retention_days``)."""
+    """Noncurrent (deleted or overwritten) versions are deleted this many days after they
+    became noncurrent. Live objects are never expired."""
+    noncurrent_versions: int = 1
+    """At most this many noncurrent versions are kept per object (older ones are deleted
+    before ``retention_days``)."""
+    versioning: bool = True
+    """Keep deleted/overwritten objects as noncurrent versions. Without it a deletion is
+    final, so the bucket gets no lifecycle rule at all (only Ray deletes checkpoints)."""
     force_destroy: bool = False
     """Let ``pulumi destroy`` delete a non-empty bucket (dev only)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Bucket labels."""
+    workload_identity_depends_on: Sequence[pulumi.Resource] = ()
+    """What the Workload Identity binding must wait for: the GKE cluster, whose creation
+    creates the ``<project>.svc.id.goog`` identity pool (IAM refuses a member of a pool that
+    does not exist yet: "Identity Pool does not exist")."""
 
     @property
     def workload_identity_member(self) -> str:
@@ -87,6 +101,11 @@ class CheckpointStorageArgs:
             raise ValueError(
                 f"CheckpointStorageArgs.retention_days: {self.retention_days} must be >= 1"
             )
+        if self.noncurrent_versions < 0:
+            raise ValueError(
+                f"CheckpointStorageArgs.noncurrent_versions: {self.noncurrent_versions} must "
+                "be >= 0"
+            )
 
 
 class CheckpointStorage(pulumi.ComponentResource):
@@ -113,17 +132,19 @@ class CheckpointStorage(pulumi.ComponentResource):
         super().__init__("raytpu:storage:CheckpointStorage", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        rules: list[dict[str, Any]] = [
-            {"action": {"type": "Delete"}, "condition": {"age": args.retention_days}},
-        ]
+        rules: list[dict[str, Any]] = []
         if args.versioning:
-            # Deleting a live object only makes it noncurrent; expire those too.
-            rules.append({
-                "action": {"type": "Delete"},
-                "condition": {
+            # Conditions of one rule are ANDed, rules are ORed; both rules only ever match
+            # noncurrent versions (withState ARCHIVED), never a live object.
+            rules = [
+                {"action": {"type": "Delete"}, "condition": {
                     "daysSinceNoncurrentTime": args.retention_days, "withState": "ARCHIVED",
-                },
-            })
+                }},
+                # numNewerVersions counts the live version too.
+                {"action": {"type": "Delete"}, "condition": {
+                    "numNewerVersions": args.noncurrent_versions + 1, "withState": "ARCHIVED",
+                }},
+            ]
         self.bucket = StorageBucket(
             f"{name}-bucket",
             {
@@ -133,7 +154,7 @@ class CheckpointStorage(pulumi.ComponentResource):
                 "uniformBucketLevelAccess": True,
                 "publicAccessPrevention": "enforced",
                 "versioning": {"enabled": args.versioning},
-                "lifecycleRules": rules,
+                "lifecycleRules": rules or None,
                 "forceDestroy": args.force_destroy,
                 "labels": dict(args.labels) or None,
             },
@@ -160,7 +181,9 @@ class CheckpointStorage(pulumi.ComponentResource):
                 "role": WORKLOAD_IDENTITY_ROLE,
                 "member": args.workload_identity_member,
             },
-            child,
+            pulumi.ResourceOptions(
+                parent=self, depends_on=list(args.workload_identity_depends_on) or None
+            ),
         )
         # Read/write/list objects of this bucket; no bucket admin, nothing project-wide.
         self.bucket_access = StorageBucketIamMember(

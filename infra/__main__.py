@@ -1,5 +1,8 @@
-"""Pulumi entry point (Pulumi.yaml: ``main: infra/``). The program lives in raytpu.program."""
+"""``python -m raytpu``: the command line (same as the ``raytpu`` script).
 
-from raytpu.program import main
+The Pulumi program's entry point is ``deploy/__main__.py`` (Pulumi.yaml ``main``).
+"""
+
+from raytpu.cli import main
 
 main()

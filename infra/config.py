@@ -13,14 +13,21 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 from pydantic.alias_generators import to_camel
 
 from . import versions
 from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
-from .names import DNS_LABEL
+from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cluster_name_problem
 
 NAMESPACE = "raytpu"
 
@@ -34,9 +41,35 @@ class ConfigError(Exception):
 
 
 class _Model(BaseModel):
+    # strict: a YAML value of the wrong type is an error, never coerced (`count: true` is not
+    # 1, `imageTag: 1.10` is not "1.1", `spot: "no"` is not False).
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
+        strict=True,
     )
+
+
+def _quantity(value: Any) -> Any:
+    """Kubernetes quantities may be written as YAML numbers (``headCpu: 4``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+# Kubernetes resource.Quantity: a decimal number and an optional binary-SI (Ki..Ei),
+# decimal-SI (n, u, m, k, M, G, T, P, E) or exponent suffix (apimachinery quantity.go).
+_QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
+
+
+def _check_quantity(value: str) -> str:
+    if not _QUANTITY.match(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
+    return value
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity), AfterValidator(_check_quantity)]
+"""A Kubernetes resource quantity (``"4"``, ``"500m"``, ``"16Gi"``); a YAML number is taken
+as its decimal string."""
 
 
 class Autoscaling(_Model):
@@ -103,6 +136,9 @@ class ClusterConfig(_Model):
     master_ipv4_cidr_block: str = "172.16.0.32/28"
     master_authorized_networks: list[AuthorizedNetwork] = []
     private_endpoint: bool = False
+    dns_endpoint: bool = False
+    """Allow outside traffic on GKE's DNS-based control-plane endpoint (IAM-authorized);
+    the kubeconfig and the Kubernetes provider use it."""
     system_pool: SystemPool = SystemPool()
 
 
@@ -140,8 +176,8 @@ class RayConfig(_Model):
     """Full image reference; default: this stack's Artifact Registry image."""
     image_tag: str = "latest"
     idle_timeout_seconds: int = Field(600, ge=0)
-    head_cpu: str = "4"
-    head_memory: str = "16Gi"
+    head_cpu: Quantity = "4"
+    head_memory: Quantity = "16Gi"
     dashboard_internal_lb: bool = False
     auth: Literal["token", "disabled"] = "token"
     """Ray token authentication for the dashboard, Job Submission API and GCS."""
@@ -152,6 +188,9 @@ class StorageConfig(_Model):
     """Checkpoint bucket name; default ``<project>-<stack>-raytpu``."""
     location: str | None = None
     retention_days: int = Field(30, ge=1)
+    """Days a deleted/overwritten checkpoint object is kept (as a noncurrent version)."""
+    noncurrent_versions: int = Field(1, ge=0)
+    """Noncurrent versions kept per object at most; live objects are never expired."""
     force_destroy: bool = False
 
 
@@ -172,14 +211,22 @@ class TeamConfig(_Model):
     """DNS label: the team's namespace, LocalQueue and ClusterQueue derive from it."""
     members: list[str] = Field(min_length=1)
     """Who may submit, in IAM member syntax (``group:ml@example.com``, ``user:...``)."""
-    quota: dict[str, int] = Field(min_length=1)
+    quota: dict[str, Annotated[int, Field(ge=0)]] = Field(min_length=1)
     """Nominal quota: slices per slice group."""
-    borrowing: dict[str, int] = {}
+    borrowing: dict[str, Annotated[int, Field(ge=0)]] = {}
     """How many more slices per slice group the team may borrow from idle quota."""
     priority: Literal["default", "high", "low"] = "default"
     bucket_access: Literal["prefix", "bucket"] = "prefix"
     """``prefix``: the team's own prefix of the stack's checkpoint bucket; ``bucket``: a
     bucket of its own."""
+
+
+class ProjectConfig(_Model):
+    """``raytpu:project``: what the stack may change on the GCP project itself."""
+
+    enable_apis: bool = True
+    """Enable the Google APIs the stack needs (``raytpu.apis.STACK_APIS``); false for
+    projects whose APIs are managed elsewhere."""
 
 
 class StackConfig(_Model):
@@ -195,11 +242,12 @@ class StackConfig(_Model):
     ray: RayConfig = Field(RayConfig(), alias="raytpu:ray")
     storage: StorageConfig = Field(StorageConfig(), alias="raytpu:storage")
     registry: RegistryConfig = Field(RegistryConfig(), alias="raytpu:registry")
+    project_settings: ProjectConfig = Field(ProjectConfig(), alias="raytpu:project")
     teams: list[TeamConfig] = Field([], alias="raytpu:teams")
     """Teams sharing the fleet through Kueue; empty: one RayCluster, no queueing."""
 
     # Keys of other namespaces that a stack file may carry and we ignore (providers').
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
     @property
     def region(self) -> str:
@@ -294,10 +342,33 @@ def _format(err: Mapping[str, Any]) -> str:
         return f"{path}: unknown key{valid}"
     if kind == "missing":
         return f"{path}: required key is missing"
+    if kind == "value_error":  # our own validators: the message names the value
+        return f"{path}: {err.get('ctx', {}).get('error', err['msg'])}"
     if kind == "literal_error":
         choices = err.get("ctx", {}).get("expected", "")
         return f"{path}: {value!r} is not valid; valid: {choices.replace(' or ', ', ')}"
-    return f"{path}: {value!r} is not valid: {err['msg']}"
+    return f"{path}: {value!r} is not valid: {err['msg']}{_type_hint(kind, value)}"
+
+
+def _yaml_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
+def _type_hint(kind: str, value: Any) -> str:
+    """What to write instead, for a YAML scalar of the wrong type (the models are strict)."""
+    if kind == "string_type" and isinstance(value, bool | int | float):
+        return f"; YAML read it as {_yaml_kind(value)}: quote it for a string"
+    if kind in ("int_type", "float_type") and isinstance(value, bool | str):
+        return f"; YAML read it as {_yaml_kind(value)}: write a number, unquoted"
+    if kind == "bool_type" and not isinstance(value, bool):
+        return f"; YAML read it as {_yaml_kind(value)}: write true or false"
+    return ""
 
 
 def _slice_problems(i: int, s: SliceConfig) -> list[str]:
@@ -328,8 +399,34 @@ def _slice_problems(i: int, s: SliceConfig) -> list[str]:
     return problems
 
 
-def _semantic_problems(cfg: StackConfig) -> list[str]:
+_VERSION = re.compile(r"^v?\d+(\.\d+)*(-[0-9A-Za-z.-]+)?$")
+
+
+def _format_problems(cfg: StackConfig) -> list[str]:
+    """Strings whose shape is fixed: versions and Kubernetes names."""
     problems: list[str] = []
+    for key, value in (
+        ("raytpu:cluster.minMasterVersion", cfg.cluster.min_master_version),
+        ("raytpu:kuberay.version", cfg.kuberay.version),
+        ("raytpu:kuberay.webhookVersion", cfg.kuberay.webhook_version),
+        ("raytpu:kuberay.certManagerVersion", cfg.kuberay.cert_manager_version),
+        ("raytpu:ray.version", cfg.ray.version),
+    ):
+        if value is not None and not _VERSION.match(value):
+            problems.append(f"{key}: {value!r} is not a version (e.g. 1.7.0, 1.31.2-gke.1115000)")
+    ns = cfg.kuberay.namespace
+    if not K8S_NAME.match(ns) or len(ns) > 63:
+        problems.append(
+            f"raytpu:kuberay.namespace: {ns!r} is not a Kubernetes namespace name (lowercase "
+            "letters, digits and '-', at most 63 characters)"
+        )
+    return problems
+
+
+def _semantic_problems(cfg: StackConfig) -> list[str]:
+    problems = _format_problems(cfg)
+    if problems:  # version comparisons below would be meaningless
+        return problems
     names: set[str] = set()
     for i, s in enumerate(cfg.slices):
         key = f"raytpu:slices[{i}]"
@@ -367,10 +464,13 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
             f"raytpu:ray.version: {cfg.ray.version!r} is older than KubeRay "
             f"{cfg.kuberay.version} supports; need >= {versions.MIN_RAY_VERSION_FOR_KUBERAY}"
         )
-    if not DNS_LABEL.match(cfg.cluster.name) or len(cfg.cluster.name) > 30:
+    name_problem = cluster_name_problem(cfg.cluster.name)
+    if name_problem:
+        problems.append(f"raytpu:cluster.name: {name_problem}")
+    if not PROJECT_ID.match(cfg.project):
         problems.append(
-            f"raytpu:cluster.name: {cfg.cluster.name!r} must be a DNS label "
-            "of at most 30 characters"
+            f"gcp:project: {cfg.project!r} is not a GCP project ID (6-30 lowercase letters, "
+            "digits and '-', starting with a letter, not ending with '-')"
         )
     if not re.fullmatch(r"[a-z]+-[a-z]+\d+-[a-z]", cfg.zone):
         problems.append(f"raytpu:zone: {cfg.zone!r} is not a GCP zone (e.g. us-central2-b)")

@@ -13,3 +13,21 @@ ACCOUNT_ID = re.compile(r"^[a-z]([-a-z0-9]{4,28}[a-z0-9])$")
 REGION = re.compile(r"^[a-z]+-[a-z]+\d+$")
 ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
 LOCATION = re.compile(r"^[a-z]+-[a-z]+\d+(-[a-z])?$")  # a region or a zone
+
+# GKE cluster names: "up to 40 lowercase letters, numbers, and hyphens", starting with a
+# letter, not ending with a hyphen (gcloud container clusters create). One check for the
+# stack config and GkeClusterArgs.
+CLUSTER_NAME_MAX_LEN = 40
+# GCP project IDs: 6-30 characters, lowercase letters, digits and hyphens, starting with a
+# letter, not ending with a hyphen (Resource Manager "Creating and managing projects").
+PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+
+
+def cluster_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a GKE cluster name, or ``None``."""
+    if not DNS_LABEL.match(name) or len(name) > CLUSTER_NAME_MAX_LEN:
+        return (
+            f"{name!r} must be a DNS label (lowercase letters, digits, '-', starting with a "
+            f"letter) of at most {CLUSTER_NAME_MAX_LEN} characters"
+        )
+    return None

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pulumi.runtime import Mocks
 
 from .config import ConfigError, StackConfig, parse_stack_config
 from .urns import resource_urn
+
+# The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
+from .stack_file import default_stacks_dir as default_stacks_dir
+from .stack_file import load_stack_file as load_stack_file
 
 PROJECT = "raytpu"
 FAKE_PROJECT_NUMBER = "123456789012"
@@ -128,6 +130,12 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
             masterVersion=inputs.get("minMasterVersion") or "1.34.1-gke.1000000",
             id=f"projects/{project}/locations/{inputs.get('location')}/clusters/{res_name}",
         )
+        # GKE always assigns a DNS endpoint (``<uid>.<region>.gke.goog``).
+        dns = {**(inputs.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig", {}),
+               "endpoint": f"gke-0123456789abcdef-{project}.{inputs.get('location')}.gke.goog"}
+        out["controlPlaneEndpointsConfig"] = {
+            **(inputs.get("controlPlaneEndpointsConfig") or {}), "dnsEndpointConfig": dns,
+        }
     elif typ == "gcp:serviceaccount/account:Account":
         email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
         out.update(email=email, member=f"serviceAccount:{email}",
@@ -244,27 +252,6 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
 
 # ---------------------------------------------------------------------------------------
 # Stack files and the run
-
-
-def default_stacks_dir() -> Path:
-    return Path(os.environ.get("RAYTPU_STACKS_DIR", "stacks"))
-
-
-def load_stack_file(stack: str, stacks_dir: Path | None = None) -> dict[str, Any]:
-    """The flat ``config:`` map of ``<stacks_dir>/Pulumi.<stack>.yaml``."""
-    folder = stacks_dir or default_stacks_dir()
-    path = folder / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        known = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
-        raise PlanError(
-            f"--stack: {stack!r} has no stack file {path}; "
-            f"known stacks: {', '.join(known) if known else f'none in {folder}'}"
-        )
-    doc = yaml.safe_load(path.read_text()) or {}
-    config = doc.get("config") or {}
-    if not isinstance(config, dict):
-        raise PlanError(f"{path}: 'config' must be a mapping")
-    return config
 
 
 def _as_pulumi_config(raw: dict[str, Any]) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The stack program: validated config in, components out.
 
-``pulumi up`` runs it through ``infra/__main__.py``; ``raytpu plan`` runs the same function
+``pulumi up`` runs it through ``deploy/__main__.py``; ``raytpu plan`` runs the same function
 under mocks. Config is read and validated here, once; components only see typed Args.
 """
 
@@ -31,8 +31,11 @@ from raytpu.components import (
     TpuSlicePool,
     TpuSlicePoolArgs,
 )
+from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
 
 from . import versions
+from .apis import after_apis, declare_project_services
+from .args_keys import stack_key_message
 from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stack_config
 from .ray_program import build_ray, ray_problems
 
@@ -137,7 +140,7 @@ def _stack_args(cfg: StackConfig) -> tuple[
         try:
             return factory()
         except (ValueError, TypeError) as e:
-            problems.append(f"{key}: {e}")
+            problems.append(stack_key_message(key, str(e)))
             return None  # type: ignore[return-value]
 
     c, n = cfg.cluster, cfg.network
@@ -170,6 +173,7 @@ def _stack_args(cfg: StackConfig) -> tuple[
         min_master_version=c.min_master_version,
         master_ipv4_cidr_block=c.master_ipv4_cidr_block,
         private_endpoint=c.private_endpoint,
+        dns_endpoint=c.dns_endpoint,
         master_authorized_networks=tuple(
             AuthorizedNetwork(a.cidr_block, a.display_name) for a in c.master_authorized_networks
         ),
@@ -210,6 +214,7 @@ def _stack_args(cfg: StackConfig) -> tuple[
         ksa_name=cfg.ray.service_account,
         gsa_account_id=_account_id(c.name, "ckpt"),
         retention_days=cfg.storage.retention_days,
+        noncurrent_versions=cfg.storage.noncurrent_versions,
         force_destroy=cfg.storage.force_destroy,
         labels=_labels(cfg),
     ))
@@ -229,24 +234,32 @@ def build_infra(cfg: StackConfig) -> Infra:
     """Declare the network, the cluster, the TPU slice pools, storage and registry."""
     net_args, cluster_args, pool_args, storage_args, registry_args = _stack_args(cfg)
 
-    network = Network(cfg.cluster.name, net_args)
+    # Every gcp: resource of the components below waits for the API it calls.
+    apis = declare_project_services(cfg)
+    opts = after_apis(apis)
+    network = Network(cfg.cluster.name, net_args, opts)
     gke = GkeCluster(cfg.cluster.name, dataclasses.replace(
         cluster_args,
         network=network.network,
         subnetwork=network.subnetwork,
         pods_range_name=network.pods_range_name,
         services_range_name=network.services_range_name,
-    ))
+        # The version lookup is an invoke: transformations do not reach it.
+        api_dependencies=tuple(apis.depends_on_for(ENGINE_VERSIONS_TOKEN)) if apis else (),
+    ), opts)
     tpu_pools = {
         s.name: TpuSlicePool(s.name, dataclasses.replace(
             args, cluster=gke.cluster_id, node_service_account=gke.node_service_account_email
-        ))
+        ), opts)
         for s, args in zip(cfg.slices, pool_args, strict=True)
     }
-    storage = CheckpointStorage("checkpoints", storage_args)
+    # The cluster creates the <project>.svc.id.goog pool the binding's member lives in.
+    storage = CheckpointStorage("checkpoints", dataclasses.replace(
+        storage_args, workload_identity_depends_on=(gke.cluster,)
+    ), opts)
     registry = ImageRegistry("registry", dataclasses.replace(
         registry_args, readers=(gke.node_service_account_member,)
-    ))
+    ), opts)
     return Infra(
         provider=gke.provider,
         cluster=gke,
@@ -268,6 +281,7 @@ def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
         "cluster_name": gke.cluster_name,
         "cluster_location": gke.location,
         "cluster_endpoint": gke.endpoint,
+        "cluster_dns_endpoint": gke.dns_endpoint,
         "kubeconfig": gke.kubeconfig,  # secret
         "gke_version": gke.gke_version,
         "node_service_account": gke.node_service_account_email,

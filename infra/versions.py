@@ -25,6 +25,11 @@ POD_SECURITY_LEVEL = "restricted"
 TORCH_VERSION = "2.9.0"
 TORCH_XLA_VERSION = "2.9.0"
 
+# Pulumi: the SDK pinned in pyproject.toml and the CLI the workflows install
+# (pulumi/actions `pulumi-version`). CLI and SDK are released together under one version,
+# and the plugins `pulumi up` uses follow the SDK versions in the venv. tests/ check all three.
+PULUMI_VERSION = "3.272.0"
+
 # KubeRay 1.7.0 supports Ray >= 2.38 ("don't use Ray 2.11.0 - 2.37.0", Ray upgrade guide).
 KUBERAY_VERSION = "1.7.0"
 MIN_RAY_VERSION_FOR_KUBERAY = "2.38.0"

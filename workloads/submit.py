@@ -63,19 +63,17 @@ class Submission:
 
 def load_stack(stack: str, stacks_dir: Path) -> Any:
     """The stack's validated config (``raytpu.config.StackConfig``)."""
-    import yaml
     from raytpu.config import ConfigError, parse_stack_config
+    from raytpu.stack_file import StackFileError, load_stack_file, stack_file_path
 
-    path = stacks_dir / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        raise BadFlags([f"--stack: {stack!r} has no {path}"])
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise BadFlags([f"--stack: {path} is not valid YAML: {e}"]) from None
+        raw = load_stack_file(stack, stacks_dir)  # the loader `raytpu plan` uses
+    except StackFileError as e:
+        raise BadFlags(e.problems) from None
     try:
-        return parse_stack_config(stack, raw.get("config") or {})
+        return parse_stack_config(stack, raw)
     except ConfigError as e:
+        path = stack_file_path(stack, stacks_dir)
         raise BadFlags([f"{path}: {p}" for p in e.problems]) from None
 
 

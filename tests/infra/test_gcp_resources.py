@@ -93,6 +93,9 @@ CASES: dict[str, Case] = {
                     cidr_block="10.0.0.0/8")]),
             addons_config=gcp.container.ClusterAddonsConfigArgs(ray_operator_configs=[
                 gcp.container.ClusterAddonsConfigRayOperatorConfigArgs(enabled=False)]),
+            control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=True)),
             deletion_protection=True,
             opts=pulumi.ResourceOptions(ignore_changes=["nodeConfig"])),
         lambda n: thin.ContainerCluster(n, {
@@ -108,6 +111,7 @@ CASES: dict[str, Case] = {
             "masterAuthorizedNetworksConfig": {
                 "cidrBlocks": [{"cidrBlock": "10.0.0.0/8", "displayName": None}]},
             "addonsConfig": {"rayOperatorConfigs": [{"enabled": False}]},
+            "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
             "deletionProtection": True,
             "resourceLabels": None,
         }, pulumi.ResourceOptions(ignore_changes=["nodeConfig"])),
@@ -164,6 +168,13 @@ CASES: dict[str, Case] = {
                                             "role": "roles/logging.logWriter",
                                             "member": "serviceAccount:x"}),
     ),
+    "project-service": (
+        lambda n: gcp.projects.Service(n, project=PROJECT, service="container.googleapis.com",
+                                       disable_on_destroy=False),
+        lambda n: thin.ProjectService(n, {"project": PROJECT,
+                                          "service": "container.googleapis.com",
+                                          "disableOnDestroy": False}),
+    ),
     "bucket": (
         lambda n: gcp.storage.Bucket(
             n, name="b", project=PROJECT, location="US-WEST4", uniform_bucket_level_access=True,
@@ -172,7 +183,11 @@ CASES: dict[str, Case] = {
             lifecycle_rules=[gcp.storage.BucketLifecycleRuleArgs(
                 action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
                 condition=gcp.storage.BucketLifecycleRuleConditionArgs(
-                    days_since_noncurrent_time=30, with_state="ARCHIVED"))],
+                    days_since_noncurrent_time=30, with_state="ARCHIVED")),
+                gcp.storage.BucketLifecycleRuleArgs(
+                action=gcp.storage.BucketLifecycleRuleActionArgs(type="Delete"),
+                condition=gcp.storage.BucketLifecycleRuleConditionArgs(
+                    num_newer_versions=2, with_state="ARCHIVED"))],
             force_destroy=False),
         lambda n: thin.StorageBucket(n, {
             "name": "b", "project": PROJECT, "location": "US-WEST4",
@@ -180,6 +195,9 @@ CASES: dict[str, Case] = {
             "versioning": {"enabled": True},
             "lifecycleRules": [{"action": {"type": "Delete"},
                                 "condition": {"daysSinceNoncurrentTime": 30,
+                                              "withState": "ARCHIVED"}},
+                               {"action": {"type": "Delete"},
+                                "condition": {"numNewerVersions": 2,
                                               "withState": "ARCHIVED"}}],
             "forceDestroy": False, "labels": None}),
     ),
