@@ -22,11 +22,11 @@ from typing import Any
 from pulumi.runtime import Mocks
 
 from .config import ConfigError, StackConfig, parse_stack_config
-from .urns import resource_urn
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
 from .stack_file import default_stacks_dir as default_stacks_dir
 from .stack_file import load_stack_file as load_stack_file
+from .urns import resource_urn
 
 PROJECT = "raytpu"
 FAKE_PROJECT_NUMBER = "123456789012"
