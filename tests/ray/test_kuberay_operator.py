@@ -19,6 +19,7 @@ from raytpu.components.kuberay_operator import (
     KubeRayOperatorArgs,
     chart_refs,
 )
+from raytpu.config import ConfigError, parse_stack_config
 from raytpu.plan import PlanResult
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -40,7 +41,6 @@ def test_helm_mode_installs_the_three_pinned_charts(sample_plans: dict[str, Plan
         "kuberay-operator", versions.KUBERAY_VERSION,
         {"repo": "https://ray-project.github.io/kuberay-helm/"}, "kuberay-system")
     assert op["values"]["image"]["tag"] == f"v{versions.KUBERAY_VERSION}"
-    assert {"name": "RayMultiHostIndexing", "enabled": True} in op["values"]["featureGates"]
     assert (wh["chart"], wh["version"], wh["namespace"]) == (
         "oci://us-docker.pkg.dev/ai-on-gke/kuberay-tpu-webhook-helm/kuberay-tpu-webhook",
         versions.CHARTS["kuberay-tpu-webhook"].version, WEBHOOK_NAMESPACE)
@@ -101,14 +101,70 @@ def test_kuberay_version_bump_updates_the_operator_chart_in_place() -> None:
     assert _charts(old)["cert-manager"].inputs == _charts(new)["cert-manager"].inputs
 
 
-def test_gke_addon_mode_installs_no_charts_and_says_so(
+def test_webhook_image_and_multihost_indexing_gate_agree(
+    sample_plans: dict[str, PlanResult],
+) -> None:
+    """The published webhook image (v1.3.1-gke.2) predates ai-on-gke/kuberay-tpu-webhook #24:
+    with KubeRay's RayMultiHostIndexing labels its required podAffinity matches no pod. Helm
+    mode pins that image by digest and turns the gate off (KubeRay 1.7.0 defaults it on)."""
+    charts = _charts(sample_plans["v4-fixed"])
+    webhook = charts["kuberay-tpu-webhook"].inputs["values"]["tpuWebhook"]["image"]
+    image = f"{webhook['repository']}:{webhook['tag']}"
+    assert image == versions.TPU_WEBHOOK_IMAGE.reference
+    assert "@sha256:" in image
+    gates = charts["kuberay-operator"].inputs["values"]["featureGates"]
+    (gate,) = [g for g in gates if g["name"] == "RayMultiHostIndexing"]
+    assert gate["enabled"] is False
+    assert versions.TPU_WEBHOOK_IMAGE.handles_multihost_indexing is False
+
+
+def test_gate_on_only_with_a_webhook_image_that_handles_it() -> None:
+    raw = SAMPLES["v4-fixed"]
+    fixed = "us-docker.pkg.dev/acme/tpu-webhook/tpu-webhook:v1.3.5"
+    plan = plan_ray({**raw, "raytpu:kuberay": {"webhookImage": fixed, "multiHostIndexing": True}})
+    charts = _charts(plan)
+    assert charts["kuberay-operator"].inputs["values"]["featureGates"] == [
+        {"name": "RayMultiHostIndexing", "enabled": True}]
+    assert charts["kuberay-tpu-webhook"].inputs["values"]["tpuWebhook"]["image"] == {
+        "repository": "us-docker.pkg.dev/acme/tpu-webhook/tpu-webhook", "tag": "v1.3.5"}
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("dev", {**raw, "raytpu:kuberay": {"multiHostIndexing": True}})
+    (problem,) = e.value.problems
+    assert problem.startswith("raytpu:kuberay.multiHostIndexing: true needs "
+                              "raytpu:kuberay.webhookImage")
+    with pytest.raises(ValueError, match=r"predates kuberay-tpu-webhook/v1\.3\.2"):
+        KubeRayOperatorArgs(multi_host_indexing=True)
+
+
+def test_gke_addon_mode_installs_no_charts_and_waits_for_the_addons_crd(
     sample_plans: dict[str, PlanResult],
 ) -> None:
     plan = sample_plans["v5p-addon"]
     assert plan.by_type(CHART) == []
     assert [r.inputs["metadata"]["name"] for r in plan.by_type(NAMESPACE)] == ["ray"]
+    (job,) = plan.by_type("kubernetes:batch/v1:Job")
+    # The RayCluster (and so its pods) is declared only once the Job has seen the CRD.
     (rc,) = plan.by_type(RAYCLUSTER)
-    assert not [d for d in rc.options.get("dependsOn", []) if "kuberay" in d]
+    assert job.name in rc.options["dependsOn"]
+    container = job.inputs["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][:2] == ["python", "-c"]
+    assert "customresourcedefinitions/" in container["command"][2]
+    assert "rayclusters.ray.io" in container["command"][2]
+    assert container["image"] == plan.config.image
+    # Its service account may read that one CRD, nothing else.
+    (role,) = plan.by_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    assert role.inputs["rules"] == [{"apiGroups": ["apiextensions.k8s.io"],
+                                     "resources": ["customresourcedefinitions"],
+                                     "resourceNames": ["rayclusters.ray.io"], "verbs": ["get"]}]
+    (binding,) = plan.by_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    (sa,) = [r for r in plan.by_type("kubernetes:core/v1:ServiceAccount")
+             if r.parent == job.parent]
+    assert binding.inputs["subjects"] == [{"kind": "ServiceAccount",
+                                           "name": sa.inputs["metadata"]["name"],
+                                           "namespace": "default"}]
+    assert job.inputs["spec"]["template"]["spec"]["serviceAccountName"] == (
+        sa.inputs["metadata"]["name"])
+    assert {binding.name, role.name, sa.name} <= set(job.options["dependsOn"])
     assert plan.outputs["kuberay_mode"] == "gke-addon"
     assert plan.outputs["kuberay_charts"] == []
     assert chart_refs(KubeRayOperatorArgs(mode="gke-addon")) == []
