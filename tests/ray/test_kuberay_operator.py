@@ -9,6 +9,8 @@ What a mocked run can prove about the two traps (the rest needs a real `pulumi p
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
 import pytest
@@ -189,3 +191,81 @@ def test_ray_namespace_shared_with_the_operator_layer_is_not_declared_twice() ->
 def test_operator_namespace_must_be_its_own(namespace: str) -> None:
     with pytest.raises(ValueError, match=f"namespace: '{namespace}' belongs to another chart"):
         KubeRayOperatorArgs(namespace=namespace)
+
+
+def test_addon_wait_objects_are_valid_kubernetes(sample_plans: dict[str, PlanResult]) -> None:
+    import kubernetes_validate
+
+    plan = sample_plans["v5p-addon"]
+    for r in plan.resources:
+        if r.parent == "kuberay" and r.custom:
+            obj = {k: v for k, v in r.inputs.items() if v is not None}
+            kubernetes_validate.validate(obj, "1.33", strict=True)
+
+
+class _Response(io.BytesIO):
+    def __enter__(self) -> _Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def _run_wait_script(monkeypatch: pytest.MonkeyPatch, answers: list[Any]) -> list[str]:
+    """Run the Job's script with the API server replaced by ``answers`` (dicts or errors)."""
+    import builtins
+    import ssl
+    import time
+    import urllib.error
+    import urllib.request
+
+    from raytpu.components.kuberay_operator import _WAIT_SCRIPT
+
+    urls: list[str] = []
+    real_open = builtins.open
+
+    def urlopen(req: urllib.request.Request, **_: Any) -> _Response:
+        urls.append(req.full_url)
+        assert req.get_header("Authorization") == "Bearer tok"
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return _Response(json.dumps(answer).encode())
+
+    def fake_open(path: str, *a: Any, **k: Any) -> Any:
+        if path.endswith("serviceaccount/token"):
+            return io.StringIO("tok")
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    monkeypatch.setattr(ssl, "create_default_context", lambda **_: None)
+    monkeypatch.setattr(time, "sleep", lambda _: None)
+    monkeypatch.setattr(builtins, "open", fake_open)
+    exec(compile(_WAIT_SCRIPT, "wait-for-addon", "exec"), {})
+    return urls
+
+
+def test_addon_wait_script_polls_until_the_crd_is_established(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import urllib.error
+
+    not_found = urllib.error.HTTPError("u", 404, "Not Found", None, None)  # type: ignore[arg-type]
+    pending = {"status": {"conditions": [{"type": "Established", "status": "False"}]}}
+    ready = {"status": {"conditions": [{"type": "NamesAccepted", "status": "True"},
+                                       {"type": "Established", "status": "True"}]}}
+    urls = _run_wait_script(monkeypatch, [not_found, not_found, pending, ready])
+    assert len(urls) == 4
+    assert urls[0] == ("https://kubernetes.default.svc/apis/apiextensions.k8s.io/v1/"
+                       "customresourcedefinitions/rayclusters.ray.io")
+
+
+def test_addon_wait_script_fails_after_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+    import urllib.error
+
+    clock = iter(range(0, 10**6, 600))
+    monkeypatch.setattr(time, "time", lambda: next(clock))
+    not_found = urllib.error.HTTPError("u", 404, "Not Found", None, None)  # type: ignore[arg-type]
+    with pytest.raises(SystemExit, match="did not appear"):
+        _run_wait_script(monkeypatch, [not_found] * 10)
