@@ -192,10 +192,10 @@ def _ray_accepts() -> object:
 
 
 def test_ray_topology_rule_matches_ray_for_every_catalog_shape() -> None:
+    is_valid = _ray_accepts()
     import ray
     from raytpu.catalog import RAY_VERSION_OF_TOPOLOGIES
 
-    is_valid = _ray_accepts()
     assert ray.__version__ == RAY_VERSION_OF_TOPOLOGIES, "re-read Ray's table for this version"
     checked = 0
     for gen in GENERATIONS.values():
@@ -208,9 +208,9 @@ def test_ray_topology_rule_matches_ray_for_every_catalog_shape() -> None:
 
 def test_ray_topology_rule_matches_ray_table_entries() -> None:
     """Ray's own table, unsorted 3-D shapes included (16x4x4 is in Ray's v5p set)."""
+    _ray_accepts()
     from ray._private.accelerators import tpu as ray_tpu
 
-    _ray_accepts()
     for gen in GENERATIONS.values():
         key = gen.ray_accelerator_type.removeprefix("TPU-").lower()
         table = ray_tpu.VALID_TPU_TOPOLOGY[key]
