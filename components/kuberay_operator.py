@@ -122,8 +122,8 @@ class KubeRayOperatorArgs:
     """KubeRay's RayMultiHostIndexing gate. Only with a webhook that handles its labels
     (``kuberay-tpu-webhook/v1.3.2`` or later); the default image does not."""
     addon_wait_image: str | None = None
-    """GKE add-on mode: an image with ``python`` (the stack's Ray image) for the Job that waits
-    for the add-on's CRDs. None: no wait (a first ``pulumi up`` may then fail on the
+    """GKE add-on mode: an image with ``python`` (the stack uses ``versions.RAY_IMAGE``) for the
+    Job that waits for the add-on's CRDs. None: no wait (a first ``pulumi up`` may then fail on the
     RayCluster's kind and succeed when run again)."""
 
     def __post_init__(self) -> None:

@@ -57,7 +57,9 @@ def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
         webhook_image=k.webhook_image or versions.TPU_WEBHOOK_IMAGE.reference,
         multi_host_indexing=(versions.RAY_MULTI_HOST_INDEXING if k.multi_host_indexing is None
                              else k.multi_host_indexing),
-        addon_wait_image=cfg.image,  # gke-addon: the CRD wait Job runs python from the Ray image
+        # gke-addon: the CRD wait Job runs python from the public Ray image the trainer image
+        # is built on (not the stack's own image: that may not be pushed yet on a first up).
+        addon_wait_image=versions.RAY_IMAGE,
     )
 
 

@@ -10,7 +10,6 @@ from raytpu.catalog import (
     GENERAL_PURPOSE_MACHINES,
     GENERATIONS,
     MACHINE_RESOURCES,
-    accelerator_types,
     node_allocatable,
     slice_shape,
 )
@@ -137,19 +136,23 @@ def test_unknown_system_machine_type_is_a_warning() -> None:
 # -- TPU workers on their VMs --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("machine", sorted(MACHINE_RESOURCES))
-def test_every_tpu_worker_pod_fits_its_vm(machine: str) -> None:
-    shapes = [s for g in GENERATIONS for a in accelerator_types(g)
-              for s in [slice_shape(a)] if s.machine_type == machine]
-    if not shapes:  # e.g. v5e 4t / v6e 4t serve multi-host shapes only
-        shapes = [slice_shape(a, machine_type=machine) for g in GENERATIONS
-                  for a in accelerator_types(g)[:4]
-                  if machine in GENERATIONS[g].machine_types.values()
-                  and slice_shape(a).chips >= 8]
-    assert shapes, machine
-    res = worker_resources(shapes[0])["requests"]
+@pytest.mark.parametrize(
+    ("gen", "chips", "machine"),
+    [(g.name, c, m) for g in GENERATIONS.values() for c, m in g.machine_types.items()],
+)
+def test_every_tpu_worker_pod_fits_its_vm(gen: str, chips: int, machine: str) -> None:
+    """Workers request 80 % of the VM's vCPUs and memory: inside its allocatable, with the
+    same headroom as the head."""
+    shape = slice_shape(GENERATIONS[gen].accelerator_type(chips), machine_type=machine)
+    res = worker_resources(shape)["requests"]
     assert request_problems(parse_quantity(res["cpu"]), parse_quantity(res["memory"]),
                             machine, "worker") == []
+
+
+def test_every_tpu_machine_type_has_resources() -> None:
+    machines = {m for g in GENERATIONS.values() for m in g.machine_types.values()}
+    assert machines == set(MACHINE_RESOURCES)
+    assert all(node_allocatable(m) is not None for m in machines)
 
 
 def test_a_worker_request_above_the_vm_is_refused() -> None:

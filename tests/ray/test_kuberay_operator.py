@@ -152,7 +152,7 @@ def test_gke_addon_mode_installs_no_charts_and_waits_for_the_addons_crd(
     assert container["command"][:2] == ["python", "-c"]
     assert "customresourcedefinitions/" in container["command"][2]
     assert "rayclusters.ray.io" in container["command"][2]
-    assert container["image"] == plan.config.image
+    assert container["image"] == versions.RAY_IMAGE  # public, pinned; has python
     # Its service account may read that one CRD, nothing else.
     (role,) = plan.by_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
     assert role.inputs["rules"] == [{"apiGroups": ["apiextensions.k8s.io"],
