@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from raytpu.catalog import (
     GENERAL_PURPOSE_MACHINES,
     GENERATIONS,
@@ -191,3 +193,16 @@ def test_two_groups_of_one_shape_and_machine_type_warn() -> None:
     (warning,) = [w for w in cfg.warnings if "each other's node pools" in w]
     assert warning.startswith("raytpu:slices[2]: same TPU shape and machine type as "
                               "raytpu:slices[0]")
+
+
+def test_cli_plan_exits_2_on_a_head_that_cannot_schedule(tmp_path: Path) -> None:
+    from raytpu.cli import app
+    from typer.testing import CliRunner
+
+    raw = _raw(**{"raytpu:cluster": {"systemPool": {"machineType": "n2-standard-4"}},
+                  "raytpu:ray": {"headCpu": "4", "headMemory": "16Gi"}})
+    (tmp_path / "Pulumi.big.yaml").write_text(yaml.safe_dump({"config": raw}))
+    result = CliRunner().invoke(app, ["plan", "--stack", "big", "--stacks-dir", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "error: raytpu:ray.headCpu '4' / headMemory '16Gi'" in result.output
+    assert "'n2-standard-4'" in result.output
