@@ -135,15 +135,28 @@ def worker_problems(
                             f"{key}: each Ray worker pod on {shape.machine_type} would")
 
 
-def ray_topology_problem(shape: catalog.SliceShape, key: str) -> str | None:
-    """A slice whose topology GKE accepts but Ray's TPU layer rejects."""
+def ray_topology_problem(
+    shape: catalog.SliceShape, key: str, topology_given: bool = True
+) -> str | None:
+    """A slice whose topology GKE accepts but Ray's TPU layer rejects: on ``.topology`` with
+    the alternatives Ray takes for the same chips, or on ``.tpu`` when there are none."""
     if shape.ray_accepts_topology:
         return None
-    rule = shape.generation.ray_topologies
-    return (f"{key}.topology: {shape.topology!r} ({shape.accelerator_type}) is a topology GKE "
-            f"accepts but Ray {catalog.RAY_VERSION_OF_TOPOLOGIES} rejects (ScalingConfig / "
-            f"SlicePlacementGroup: 'Invalid accelerator topology'); Ray accepts for TPU "
-            f"{shape.generation.name}: {rule.describe()}")
+    gen = shape.generation
+    rule = gen.ray_topologies
+    ray_ok = [t for t in catalog.valid_topologies(gen.name)
+              if catalog.topology_chips(t) == shape.chips and rule.accepts(t)]
+    why = (f"GKE accepts it but Ray {catalog.RAY_VERSION_OF_TOPOLOGIES} rejects it (ScalingConfig "
+           "/ SlicePlacementGroup: 'Invalid accelerator topology'); Ray accepts for TPU "
+           f"{gen.name}: {rule.describe()}")
+    if ray_ok or topology_given:
+        alternatives = f"; same chips, accepted by Ray: {', '.join(ray_ok)}" if ray_ok else ""
+        return (f"{key}.topology: {shape.topology!r} ({shape.accelerator_type}): {why}"
+                f"{alternatives}")
+    largest = max((t for t in catalog.valid_topologies(gen.name) if rule.accepts(t)),
+                  key=catalog.topology_chips)
+    return (f"{key}.tpu: {shape.accelerator_type!r} has no topology Ray accepts: {why}; the "
+            f"largest is {gen.accelerator_type(catalog.topology_chips(largest))} ({largest})")
 
 
 def kuberay_problems(cfg: StackConfig) -> list[str]:
@@ -176,7 +189,7 @@ def fit_problems(cfg: StackConfig) -> list[str]:
             shape = s.shape
         except catalog.CatalogError:
             continue  # reported by the slice checks
-        problem = ray_topology_problem(shape, key)
+        problem = ray_topology_problem(shape, key, topology_given=s.topology is not None)
         if problem:
             problems.append(problem)
         problems += worker_problems(shape, worker_resources(shape), key)

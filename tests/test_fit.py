@@ -170,9 +170,24 @@ def test_topology_ray_rejects_is_a_config_error() -> None:
     raw = _raw(**{"raytpu:zone": "us-central2-b",
                   "raytpu:slices": [{"name": "big", "tpu": "v4-4096", "topology": "8x16x16"}]})
     (problem,) = _problems(raw)
-    assert problem.startswith("raytpu:slices[0].topology: '8x16x16' (v4-4096) is a topology GKE "
-                              "accepts but Ray 2.60.0 rejects")
+    assert problem.startswith("raytpu:slices[0].topology: '8x16x16' (v4-4096): GKE accepts it "
+                              "but Ray 2.60.0 rejects it")
     assert "multiples of 4 up to 12x12x16" in problem
+
+
+def test_rejected_topology_names_the_ones_ray_accepts_for_the_same_chips() -> None:
+    raw = _raw(**{"raytpu:zone": "us-central2-b",
+                  "raytpu:slices": [{"name": "big", "tpu": "v4-2048", "topology": "4x4x64"}]})
+    (problem,) = _problems(raw)
+    assert problem.endswith("same chips, accepted by Ray: 8x8x16")
+
+
+def test_accelerator_type_without_a_ray_topology_is_an_error_on_tpu() -> None:
+    raw = _raw(**{"raytpu:zone": "us-central2-b",
+                  "raytpu:slices": [{"name": "big", "tpu": "v4-4096"}]})
+    (problem,) = _problems(raw)
+    assert problem.startswith("raytpu:slices[0].tpu: 'v4-4096' has no topology Ray accepts")
+    assert problem.endswith("the largest is v4-4608 (12x12x16)")
 
 
 def test_topology_ray_accepts_passes() -> None:
