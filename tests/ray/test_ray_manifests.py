@@ -111,5 +111,7 @@ def test_plan_tables_show_operator_stack_and_groups(sample_plans: dict[str, Plan
     rows = [line for line in text.splitlines() if "v6-16" in line or "v6-8" in line]
     assert any("2/2/2" in r and "tpu-v6e-slice" in r and "4x4" in r for r in rows), rows
     assert any("1/1/4" in r and "2x4" in r for r in rows), rows
+    assert "RayMultiHostIndexing: off" in text and "tpu-webhook:v1.3.1-gke.2@sha256:" in text
     addon = _render(ray_tables(sample_plans["v5p-addon"]))
     assert "GKE add-on" in addon and "GKE-managed" in addon
+    assert "waits for the add-on's RayCluster CRD" in addon
