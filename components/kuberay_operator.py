@@ -134,7 +134,7 @@ class KubeRayOperatorArgs:
                 f"multi_host_indexing: the webhook image {self.webhook_image!r} predates "
                 f"{versions.TPU_WEBHOOK_MULTIHOST_INDEXING_FIX}: with the gate on its podAffinity "
                 "matches no pod and multi-host workers stay Pending")
-        _split_image(self.webhook_image)  # raises on a reference the chart cannot take
+        split_image(self.webhook_image)  # raises on a reference the chart cannot take
         if self.namespace in (WEBHOOK_NAMESPACE, CERT_MANAGER_NAMESPACE):
             # ray-system only exists once the webhook chart (installed after KubeRay) runs.
             raise ValueError(f"namespace: {self.namespace!r} belongs to another chart; use a "
@@ -156,7 +156,7 @@ class ChartRef:
                 "repo": self.repo, "namespace": self.namespace}
 
 
-def _split_image(reference: str) -> tuple[str, str]:
+def split_image(reference: str) -> tuple[str, str]:
     """``repo:tag[@digest]`` -> (repo, ``tag[@digest]``): the chart renders ``repo:tag``."""
     name, at, digest = reference.partition("@")
     repo, colon, tag = name.rpartition(":")
@@ -213,7 +213,7 @@ def chart_values(args: KubeRayOperatorArgs) -> dict[str, dict[str, Any]]:
         "kuberay-tpu-webhook": {"tpuWebhook": {
             "namespace": {"name": WEBHOOK_NAMESPACE},
             # Pinned here, not left to the chart: the image and the gate are one choice.
-            "image": dict(zip(("repository", "tag"), _split_image(args.webhook_image),
+            "image": dict(zip(("repository", "tag"), split_image(args.webhook_image),
                               strict=True)),
         }},
     }

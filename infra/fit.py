@@ -159,16 +159,28 @@ def ray_topology_problem(
             f"largest is {gen.accelerator_type(catalog.topology_chips(largest))} ({largest})")
 
 
+def _yaml(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
 def kuberay_problems(cfg: StackConfig) -> list[str]:
     """The TPU webhook image and KubeRay's RayMultiHostIndexing gate must agree (helm mode)."""
     k = cfg.kuberay
     if k.mode != "helm":
-        return [f"raytpu:kuberay.{key}: {value!r} applies to raytpu:kuberay.mode 'helm' only; "
+        return [f"raytpu:kuberay.{key}: {_yaml(value)} applies to raytpu:kuberay.mode 'helm' only; "
                 "the GKE add-on runs its own webhook and KubeRay"
                 for key, value in (("webhookImage", k.webhook_image),
                                    ("multiHostIndexing", k.multi_host_indexing))
                 if value is not None]
+    from raytpu.components.kuberay_operator import split_image
+
     image = k.webhook_image or versions.TPU_WEBHOOK_IMAGE.reference
+    try:
+        split_image(image)
+    except ValueError:
+        return [f"raytpu:kuberay.webhookImage: {image!r} needs a tag "
+                "(<repository>:<tag>[@sha256:...]): the webhook chart renders "
+                "'<repository>:<tag>'"]
     if k.multi_host_indexing and image == versions.TPU_WEBHOOK_IMAGE.reference:
         return [f"raytpu:kuberay.multiHostIndexing: true needs raytpu:kuberay.webhookImage, a TPU "
                 f"webhook built from {versions.TPU_WEBHOOK_MULTIHOST_INDEXING_FIX} or later: the "

@@ -136,6 +136,16 @@ def test_gate_on_only_with_a_webhook_image_that_handles_it() -> None:
                               "raytpu:kuberay.webhookImage")
     with pytest.raises(ValueError, match=r"predates kuberay-tpu-webhook/v1\.3\.2"):
         KubeRayOperatorArgs(multi_host_indexing=True)
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("dev", {**raw, "raytpu:kuberay": {"webhookImage": "repo@sha256:ab"}})
+    assert e.value.problems == ["raytpu:kuberay.webhookImage: 'repo@sha256:ab' needs a tag "
+                                "(<repository>:<tag>[@sha256:...]): the webhook chart renders "
+                                "'<repository>:<tag>'"]
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("dev", {**raw, "raytpu:kuberay": {"mode": "gke-addon",
+                                                             "multiHostIndexing": False}})
+    assert e.value.problems[0].startswith("raytpu:kuberay.multiHostIndexing: false applies to "
+                                          "raytpu:kuberay.mode 'helm' only")
 
 
 def test_gke_addon_mode_installs_no_charts_and_waits_for_the_addons_crd(
