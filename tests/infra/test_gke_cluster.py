@@ -24,7 +24,7 @@ from raytpu.components.gke_cluster import (
     GkeVersionError,
     check_gke_version,
 )
-from raytpu.plan import _FAKE_CA, PlanResult
+from raytpu.plan import PlanResult
 from raytpu.versions import version_tuple
 
 
@@ -125,13 +125,14 @@ def test_kubeconfig_and_provider(plan: PlanResult) -> None:
         gke = GkeCluster("gke", gke_args())
         gke.kubeconfig.apply(lambda k: outputs.update(kubeconfig=k))
         gke.endpoint.apply(lambda e: outputs.update(endpoint=e))
+        gke.ca_certificate.apply(lambda c: outputs.update(ca=c))
 
     run_alone(program)
     doc = yaml.safe_load(outputs["kubeconfig"])
     assert doc["kind"] == "Config"
     cluster = doc["clusters"][0]["cluster"]
     assert cluster["server"] == f"https://{outputs['endpoint']}"  # the cluster's own endpoint
-    assert cluster["certificate-authority-data"] == _FAKE_CA
+    assert cluster["certificate-authority-data"] == outputs["ca"]  # the cluster's own CA
     assert base64.b64decode(cluster["certificate-authority-data"]).startswith(b"-----BEGIN")
     ctx = f"gke_{PROJECT}_{ZONE}_gke"
     assert doc["current-context"] == ctx
