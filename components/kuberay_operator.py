@@ -50,6 +50,7 @@ from raytpu.components.k8s_objects import (
     Namespace,
     ServiceAccount,
 )
+from raytpu.components.tpu_ray_cluster import container_security_context, pod_security_context
 
 Mode = Literal["helm", "gke-addon"]
 MODES: tuple[str, ...] = ("helm", "gke-addon")
@@ -316,8 +317,11 @@ class KubeRayOperator(pulumi.ComponentResource):
                 "template": {"metadata": {"labels": labels}, "spec": {
                     "serviceAccountName": account,
                     "restartPolicy": "Never",
+                    # The Ray pods' restricted Pod Security profile (the same Ray image).
+                    "securityContext": pod_security_context(),
                     "containers": [{
                         "name": "wait", "image": image, "command": ["python", "-c", _WAIT_SCRIPT],
+                        "securityContext": container_security_context(),
                         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
                                       "limits": {"memory": "256Mi"}},
                     }],

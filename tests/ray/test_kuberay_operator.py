@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+from pod_security import restricted_problems
 from ray_support import CHART, RAYCLUSTER, SAMPLES, plan_ray
 from raytpu import versions
 from raytpu.components.kuberay_operator import (
@@ -177,6 +178,7 @@ def test_gke_addon_mode_installs_no_charts_and_waits_for_the_addons_crd(
     assert job.inputs["spec"]["template"]["spec"]["serviceAccountName"] == (
         sa.inputs["metadata"]["name"])
     assert {binding.name, role.name, sa.name} <= set(job.options["dependsOn"])
+    assert restricted_problems(job.inputs["spec"]["template"]["spec"]) == []
     assert plan.outputs["kuberay_mode"] == "gke-addon"
     assert plan.outputs["kuberay_charts"] == []
     assert chart_refs(KubeRayOperatorArgs(mode="gke-addon")) == []
