@@ -172,6 +172,8 @@ class KubeObject(pulumi.CustomResource):
     API_VERSION: ClassVar[str] = "v1"
     KIND: ClassVar[str]
     OUTPUTS: ClassVar[tuple[str, ...]] = ("status",)
+    ALIASES: ClassVar[tuple[str, ...]] = ()
+    """Older type tokens of the kind, as the generated class aliases them."""
 
     def __init__(
         self,
@@ -179,8 +181,11 @@ class KubeObject(pulumi.CustomResource):
         *,
         metadata: ObjectMeta,
         spec: Mapping[str, Any] | None = None,
+        fields: Mapping[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """``fields``: top-level fields of kinds without a ``spec`` (RBAC ``rules``,
+        ``roleRef``, ``subjects``), by their wire names."""
         from pulumi_kubernetes import _utilities  # the package root only: cheap
 
         props: dict[str, Any] = {
@@ -190,9 +195,14 @@ class KubeObject(pulumi.CustomResource):
         }
         if spec is not None:
             props["spec"] = prune(spec)
+        for key, value in (fields or {}).items():
+            props[key] = prune(value)
         for out in ("metadata", *self.OUTPUTS):
             props.setdefault(out, None)
         merged = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
+        if self.ALIASES:
+            merged = pulumi.ResourceOptions.merge(merged, pulumi.ResourceOptions(
+                aliases=[pulumi.Alias(type_=t) for t in self.ALIASES]))
         super().__init__(f"kubernetes:{self.GROUP_VERSION}:{self.KIND}", resource_name, props,
                          merged)
 
@@ -214,3 +224,30 @@ class ServiceAccount(KubeObject):
 
 class Service(KubeObject):
     KIND = "Service"
+
+
+class Job(KubeObject):
+    """batch/v1 Job. pulumi-kubernetes waits for it to complete (its Job awaiter, 10 minutes
+    unless ``customTimeouts.create`` says otherwise) and fails the update if it fails."""
+
+    GROUP_VERSION = "batch/v1"
+    API_VERSION = "batch/v1"
+    KIND = "Job"
+
+
+class ClusterRole(KubeObject):
+    GROUP_VERSION = "rbac.authorization.k8s.io/v1"
+    API_VERSION = "rbac.authorization.k8s.io/v1"
+    KIND = "ClusterRole"
+    OUTPUTS = ()
+    ALIASES = ("kubernetes:rbac.authorization.k8s.io/v1alpha1:ClusterRole",
+               "kubernetes:rbac.authorization.k8s.io/v1beta1:ClusterRole")
+
+
+class ClusterRoleBinding(KubeObject):
+    GROUP_VERSION = "rbac.authorization.k8s.io/v1"
+    API_VERSION = "rbac.authorization.k8s.io/v1"
+    KIND = "ClusterRoleBinding"
+    OUTPUTS = ()
+    ALIASES = ("kubernetes:rbac.authorization.k8s.io/v1alpha1:ClusterRoleBinding",
+               "kubernetes:rbac.authorization.k8s.io/v1beta1:ClusterRoleBinding")

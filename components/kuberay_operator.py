@@ -21,6 +21,16 @@ Design answers to the two known traps (shared/ref/notes/kuberay-tpu.md §3, pulu
 with ``dependsOn``: cert-manager must serve before the webhook's Issuer/Certificate are
 created, and the webhook (``failurePolicy`` defaults to ``Fail``) must run before any KubeRay
 pod is created -- consumers depend on :attr:`KubeRayOperator.ready`.
+
+3. *The webhook image and KubeRay's ``RayMultiHostIndexing`` gate are one choice*
+   (``raytpu.versions.TPU_WEBHOOK_IMAGE``): the published webhook image predates the fix that
+   makes its podAffinity work with the gate's labels, so the gate is off unless the image is
+   declared to handle it.
+4. *GKE add-on mode: GKE installs the KubeRay CRDs asynchronously after the cluster exists*,
+   so a RayCluster declared right away fails with "no matches for kind RayCluster" (the
+   provider retries that for ~30 s only, ``await.Creation``). A Job polls the API server until
+   ``rayclusters.ray.io`` is Established; pulumi-kubernetes awaits a Job's completion (its
+   Job awaiter), so everything that depends on :attr:`KubeRayOperator.ready` waits for the CRD.
 """
 
 from __future__ import annotations
@@ -33,7 +43,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 from raytpu import versions
 from raytpu.components._options import depends_on_of
-from raytpu.components.k8s_objects import Namespace
+from raytpu.components.k8s_objects import (
+    ClusterRole,
+    ClusterRoleBinding,
+    Job,
+    Namespace,
+    ServiceAccount,
+)
+from raytpu.components.tpu_ray_cluster import container_security_context, pod_security_context
 
 Mode = Literal["helm", "gke-addon"]
 MODES: tuple[str, ...] = ("helm", "gke-addon")
@@ -44,12 +61,38 @@ MODES: tuple[str, ...] = ("helm", "gke-addon")
 WEBHOOK_NAMESPACE = "ray-system"
 CERT_MANAGER_NAMESPACE = "cert-manager"
 
-# The operator's own defaults in 1.7.0 already enable RayMultiHostIndexing (beta since 1.6,
-# #4572); it is set explicitly because the TPU webhook relies on its replica/host labels and
-# atomic slice recreation depends on it. Only this gate is passed: Helm replaces lists
-# wholesale, and an explicit copy of the full default list would pin gates that a later
-# KubeRay version may rename or drop (unknown gates make the operator exit).
-FEATURE_GATES: tuple[Mapping[str, Any], ...] = ({"name": "RayMultiHostIndexing", "enabled": True},)
+# RayMultiHostIndexing is on by default in KubeRay 1.7.0 (beta since 1.6, #4572); it is set
+# explicitly, on or off, from the webhook image's ability to handle its labels (module docstring,
+# point 3). Only this gate is passed: Helm replaces lists wholesale, and an explicit copy of the
+# full default list would pin gates that a later KubeRay version may rename or drop (unknown
+# gates make the operator exit).
+MULTI_HOST_INDEXING_GATE = "RayMultiHostIndexing"
+
+# GKE add-on mode: what the CRD wait Job looks for, and how long pulumi waits for it.
+ADDON_CRD = "rayclusters.ray.io"
+ADDON_WAIT_NAMESPACE = "default"  # exists on every cluster; the Job owns nothing else there
+ADDON_WAIT_TIMEOUT_S = 1200
+_WAIT_SCRIPT = f"""\
+import json, ssl, time, urllib.request
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+token = open(sa + "/token").read()
+ctx = ssl.create_default_context(cafile=sa + "/ca.crt")
+url = "https://kubernetes.default.svc/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+req = urllib.request.Request(url + "{ADDON_CRD}", headers={{"Authorization": "Bearer " + token}})
+deadline = time.time() + {ADDON_WAIT_TIMEOUT_S - 60}
+while True:
+    try:
+        crd = json.load(urllib.request.urlopen(req, context=ctx, timeout=10))
+        conds = crd.get("status", {{}}).get("conditions", [])
+        if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+            print("{ADDON_CRD} is established")
+            break
+    except Exception as e:  # 404 until the add-on has installed the CRD
+        print("waiting for {ADDON_CRD}:", e, flush=True)
+    if time.time() > deadline:
+        raise SystemExit("{ADDON_CRD} did not appear: is the Ray Operator add-on enabled?")
+    time.sleep(10)
+"""
 
 DEFAULT_OPERATOR_RESOURCES: Mapping[str, Any] = {
     # Chart default is a 100m/512Mi limit; ~500 Ray pods take ~500 MB (values.yaml comment).
@@ -74,10 +117,25 @@ class KubeRayOperatorArgs:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     """Extra nodeSelector for the operator pods. Not needed to keep them off TPU nodes: those
     carry the ``google.com/tpu`` NoSchedule taint and the charts add no toleration."""
+    webhook_image: str = versions.TPU_WEBHOOK_IMAGE.reference
+    """TPU webhook image (``<repository>:<tag>[@<digest>]``), Helm mode."""
+    multi_host_indexing: bool = versions.RAY_MULTI_HOST_INDEXING
+    """KubeRay's RayMultiHostIndexing gate. Only with a webhook that handles its labels
+    (``kuberay-tpu-webhook/v1.3.2`` or later); the default image does not."""
+    addon_wait_image: str | None = None
+    """GKE add-on mode: an image with ``python`` (the stack uses ``versions.RAY_IMAGE``) for the
+    Job that waits for the add-on's CRDs. None: no wait (a first ``pulumi up`` may then fail on the
+    RayCluster's kind and succeed when run again)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode: {self.mode!r} is not valid; valid: {', '.join(MODES)}")
+        if self.multi_host_indexing and self.webhook_image == versions.TPU_WEBHOOK_IMAGE.reference:
+            raise ValueError(
+                f"multi_host_indexing: the webhook image {self.webhook_image!r} predates "
+                f"{versions.TPU_WEBHOOK_MULTIHOST_INDEXING_FIX}: with the gate on its podAffinity "
+                "matches no pod and multi-host workers stay Pending")
+        split_image(self.webhook_image)  # raises on a reference the chart cannot take
         if self.namespace in (WEBHOOK_NAMESPACE, CERT_MANAGER_NAMESPACE):
             # ray-system only exists once the webhook chart (installed after KubeRay) runs.
             raise ValueError(f"namespace: {self.namespace!r} belongs to another chart; use a "
@@ -97,6 +155,20 @@ class ChartRef:
     def to_dict(self) -> dict[str, str]:
         return {"component": self.component, "chart": self.chart, "version": self.version,
                 "repo": self.repo, "namespace": self.namespace}
+
+
+def split_image(reference: str) -> tuple[str, str]:
+    """``repo:tag[@digest]`` -> (repo, ``tag[@digest]``): the chart renders ``repo:tag``."""
+    name, at, digest = reference.partition("@")
+    repo, colon, tag = name.rpartition(":")
+    if not colon or not repo or "/" in tag or not tag:
+        raise ValueError(f"webhook_image: {reference!r} needs a tag (<repository>:<tag>"
+                         "[@sha256:...]): the webhook chart renders '<repository>:<tag>'")
+    return repo, tag + at + digest
+
+
+def feature_gates(args: KubeRayOperatorArgs) -> list[dict[str, Any]]:
+    return [{"name": MULTI_HOST_INDEXING_GATE, "enabled": args.multi_host_indexing}]
 
 
 def chart_refs(args: KubeRayOperatorArgs) -> list[ChartRef]:
@@ -125,7 +197,7 @@ def chart_values(args: KubeRayOperatorArgs) -> dict[str, dict[str, Any]]:
     """Helm values per component (also written by ``raytpu manifests``)."""
     operator: dict[str, Any] = {
         "image": {"tag": f"v{args.kuberay_version}"},  # chart default too; pinned for review
-        "featureGates": [dict(g) for g in FEATURE_GATES],
+        "featureGates": feature_gates(args),
         "resources": {k: dict(v) for k, v in args.operator_resources.items()},
     }
     if args.node_selector:
@@ -139,7 +211,12 @@ def chart_values(args: KubeRayOperatorArgs) -> dict[str, dict[str, Any]]:
             "global": {"leaderElection": {"namespace": CERT_MANAGER_NAMESPACE}},
         },
         "kuberay-operator": operator,
-        "kuberay-tpu-webhook": {"tpuWebhook": {"namespace": {"name": WEBHOOK_NAMESPACE}}},
+        "kuberay-tpu-webhook": {"tpuWebhook": {
+            "namespace": {"name": WEBHOOK_NAMESPACE},
+            # Pinned here, not left to the chart: the image and the gate are one choice.
+            "image": dict(zip(("repository", "tag"), split_image(args.webhook_image),
+                              strict=True)),
+        }},
     }
 
 
@@ -150,7 +227,8 @@ class KubeRayOperator(pulumi.ComponentResource):
     namespaces: dict[str, pulumi.Resource]
     """Namespaces that exist once this component is ready, with the resource creating each."""
     ready: list[pulumi.Resource]
-    """What a RayCluster must depend on: the charts (CRDs, operator, webhook)."""
+    """What a RayCluster must depend on: the charts (CRDs, operator, webhook); in add-on mode
+    the Job that waits for the add-on's CRDs."""
 
     def __init__(
         self,
@@ -169,6 +247,8 @@ class KubeRayOperator(pulumi.ComponentResource):
         refs = chart_refs(args)
         if args.mode == "helm":
             self._install(name, refs)
+        elif args.addon_wait_image is not None:
+            self.ready = [self._wait_for_addon(name, args.addon_wait_image)]
         outputs: dict[str, Any] = {
             "mode": args.mode,
             "charts": [r.to_dict() for r in refs],
@@ -208,6 +288,50 @@ class KubeRayOperator(pulumi.ComponentResource):
             # Strict chain: cert-manager -> operator -> webhook (the issue's order).
             previous = [chart]
         self.ready = [self.charts[c] for c in ("kuberay-operator", "kuberay-tpu-webhook")]
+
+    def _wait_for_addon(self, name: str, image: str) -> pulumi.Resource:
+        """A Job that completes once the add-on's RayCluster CRD is Established."""
+        child = pulumi.ResourceOptions(parent=self, depends_on=self._inherited)
+        labels = {"app.kubernetes.io/part-of": "raytpu"}
+        account = f"{name}-wait-for-addon"
+        sa = ServiceAccount(f"{name}-wait-sa", metadata={
+            "name": account, "namespace": ADDON_WAIT_NAMESPACE, "labels": labels}, opts=child)
+        role = ClusterRole(f"{name}-wait-role", metadata={"name": account, "labels": labels},
+                           fields={"rules": [{"apiGroups": ["apiextensions.k8s.io"],
+                                              "resources": ["customresourcedefinitions"],
+                                              "resourceNames": [ADDON_CRD], "verbs": ["get"]}]},
+                           opts=child)
+        binding = ClusterRoleBinding(
+            f"{name}-wait-binding", metadata={"name": account, "labels": labels},
+            fields={"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": account},
+                    "subjects": [{"kind": "ServiceAccount", "name": account,
+                                  "namespace": ADDON_WAIT_NAMESPACE}]},
+            opts=child)
+        return Job(
+            f"{name}-wait-for-addon-crds",
+            metadata={"name": account, "namespace": ADDON_WAIT_NAMESPACE, "labels": labels},
+            spec={
+                "backoffLimit": 2,
+                "activeDeadlineSeconds": ADDON_WAIT_TIMEOUT_S,
+                "template": {"metadata": {"labels": labels}, "spec": {
+                    "serviceAccountName": account,
+                    "restartPolicy": "Never",
+                    # The Ray pods' restricted Pod Security profile (the same Ray image).
+                    "securityContext": pod_security_context(),
+                    "containers": [{
+                        "name": "wait", "image": image, "command": ["python", "-c", _WAIT_SCRIPT],
+                        "securityContext": container_security_context(),
+                        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                                      "limits": {"memory": "256Mi"}},
+                    }],
+                }},
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*self._inherited, sa, role, binding],
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{ADDON_WAIT_TIMEOUT_S}s",
+                                                      update=f"{ADDON_WAIT_TIMEOUT_S}s")),
+        )
 
     def _namespace(self, name: str, namespace: str) -> pulumi.Resource:
         if namespace not in self.namespaces:

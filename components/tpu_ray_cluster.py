@@ -8,8 +8,10 @@ Every rule below comes from a trap recorded in shared/ref/notes:
 * Every TPU pod requests *all* chips of its VM (``google.com/tpu`` requests = limits = chips per
   VM); a smaller request makes Ray hide chips with ``TPU_VISIBLE_CHIPS`` (ray-torchxla.md §3.2)
   and the TPU webhook derives a wrong host count (ai-on-gke #578).
-* The worker nodeSelector is exactly the labels GKE puts on the slice's nodes (accelerator +
-  topology); Ray's autoscaler needs both to name the ``TPU-<type>-head`` resource.
+* The worker nodeSelector is exactly the labels GKE puts on the slice's nodes
+  (``SliceShape.node_selector``: accelerator + topology, which Ray's autoscaler needs to name
+  the ``TPU-<type>-head`` resource, + machine type, so that one shape on two VM types -- v5e
+  2x4 on one 8t or two 4t VMs -- does not share a selector).
 * TPU nodes carry ``google.com/tpu=present:NoSchedule``: workers tolerate it, the head does not
   (so it can never land on a TPU VM).
 * The TPU webhook only mutates pods labelled ``app.kubernetes.io/name: kuberay``, which KubeRay

@@ -165,7 +165,8 @@ class TpuSlicePool(pulumi.ComponentResource):
     node_pool_names: list[str]
     """GKE names of ``node_pools``."""
     node_selector: dict[str, str]
-    """The labels GKE puts on this shape's nodes (accelerator + topology)."""
+    """The labels GKE puts on this shape's nodes (accelerator, topology, machine type):
+    ``SliceShape.node_selector``, the selector Ray worker groups use."""
     hosts_per_slice: int
     """GKE nodes (TPU VMs, Ray worker pods) per slice."""
     slices: int

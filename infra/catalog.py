@@ -19,11 +19,57 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
-# Label keys GKE puts on TPU nodes; pods select a slice's pool with both.
+# Label keys GKE puts on TPU nodes; pods select a slice's pool with all three.
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+# Kubernetes' well-known label, set by GKE on every node (TPU nodes included, e.g.
+# `node.kubernetes.io/instance-type=ct6e-standard-4t`): it tells apart two pools of one
+# accelerator and topology on different VMs (v5e 2x4 = 1 x ct5lp-hightpu-8t or 2 x -4t).
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Extended resource and taint key on every TPU node.
 TPU_RESOURCE = "google.com/tpu"
+
+
+@dataclass(frozen=True)
+class RayTopologies:
+    """Ray's own TPU topology rule for one generation, as data (the core install has no Ray).
+
+    Ray 2.60.0 ``python/ray/_private/accelerators/tpu.py``: ``VALID_TPU_TOPOLOGY[<gen>]`` is a
+    fixed set plus, for 3-D generations, ``_get_larger_3d_topologies(max_x, max_y, max_z)``:
+    every ``XxYxZ`` with each dimension a multiple of 4 from 4 up to its own maximum (in that
+    order, not sorted). ``SlicePlacementGroup._validate_tpu_config`` -- and with it Ray Train's
+    ``ScalingConfig(use_tpu=True, topology=...)`` -- raises "Invalid accelerator topology"
+    for anything else. ``tests/test_catalog.py`` checks this copy against Ray's function.
+    """
+
+    fixed: frozenset[str]
+    larger_3d_max: tuple[int, int, int] | None = None
+
+    def accepts(self, topology: str) -> bool:
+        t = topology.strip().lower()
+        if t in self.fixed:
+            return True
+        if self.larger_3d_max is None:
+            return False
+        try:
+            dims = [int(d) for d in t.split("x")]
+        except ValueError:
+            return False
+        return len(dims) == 3 and all(
+            d >= 4 and d % 4 == 0 and d <= top for d, top in zip(dims, self.larger_3d_max,
+                                                                 strict=True))
+
+    def describe(self) -> str:
+        if self.larger_3d_max is None:
+            return ", ".join(sorted(self.fixed, key=topology_chips))
+        x, y, z = self.larger_3d_max
+        return (f"{', '.join(sorted(self.fixed, key=topology_chips))} and multiples of 4 up to "
+                f"{x}x{y}x{z}")
+
+
+RAY_VERSION_OF_TOPOLOGIES = "2.60.0"
+_RAY_SMALL_3D = frozenset({"2x2x1", "2x2x2", "2x2x4", "2x4x4"})
+_RAY_2D = frozenset({"1x1", "2x2", "2x4", "2x8", "4x4", "4x8", "8x8", "8x16", "16x16"})
 
 
 @dataclass(frozen=True)
@@ -51,6 +97,8 @@ class Generation:
     """Minimum GKE version for TPU node pools, where a source states it."""
     ray_accelerator_type: str
     """Ray's accelerator type resource for this generation (``ray.util.accelerators``)."""
+    ray_topologies: RayTopologies
+    """The topologies Ray's TPU layer accepts for this generation (see :class:`RayTopologies`)."""
     source: str
 
     @property
@@ -77,6 +125,7 @@ GENERATIONS: dict[str, Generation] = {
             zones=("us-central2-b",),
             min_gke_version=None,
             ray_accelerator_type="TPU-V4",
+            ray_topologies=RayTopologies(_RAY_SMALL_3D, (12, 12, 16)),
             source="cloud.google.com/tpu/docs/v4",
         ),
         Generation(
@@ -95,6 +144,7 @@ GENERATIONS: dict[str, Generation] = {
             ),
             min_gke_version=None,
             ray_accelerator_type="TPU-V5LITEPOD",
+            ray_topologies=RayTopologies(_RAY_2D),
             source="cloud.google.com/tpu/docs/v5e",
         ),
         Generation(
@@ -110,6 +160,7 @@ GENERATIONS: dict[str, Generation] = {
             zones=("us-central1-a", "us-east5-a", "us-east5-b", "us-east5-c", "us-south1-a"),
             min_gke_version=None,
             ray_accelerator_type="TPU-V5P",
+            ray_topologies=RayTopologies(_RAY_SMALL_3D, (16, 16, 24)),
             source="cloud.google.com/tpu/docs/v5p",
         ),
         Generation(
@@ -128,6 +179,7 @@ GENERATIONS: dict[str, Generation] = {
             ),
             min_gke_version="1.31.2-gke.1115000",
             ray_accelerator_type="TPU-V6E",
+            ray_topologies=RayTopologies(_RAY_2D),
             source="cloud.google.com/tpu/docs/v6e",
         ),
     )
@@ -144,6 +196,103 @@ MACHINE_RESOURCES: dict[str, tuple[int, int]] = {
     "ct6e-standard-4t": (180, 720),
     "ct6e-standard-8t": (180, 1440),
 }
+
+def _family(prefix: str, gb_per_vcpu: float, vcpus: tuple[int, ...],
+            memory_gb: Mapping[int, float] | None = None) -> dict[str, tuple[int, float]]:
+    odd = memory_gb or {}
+    return {f"{prefix}-{n}": (n, odd.get(n, n * gb_per_vcpu)) for n in vcpus}
+
+
+# vCPUs and memory (GB as Compute Engine lists it, 1 GB = 2^30 bytes) of the general-purpose
+# machine types a CPU (system) pool may use: their memory is a fixed ratio per vCPU within a
+# family (n2-highmem-128 is the exception). Source: the E2, N1, N2, N2D, N4 and C3 tables of
+# cloud.google.com/compute/docs/general-purpose-machines.
+GENERAL_PURPOSE_MACHINES: dict[str, tuple[int, float]] = {
+    **_family("e2-standard", 4, (2, 4, 8, 16, 32)),
+    **_family("e2-highmem", 8, (2, 4, 8, 16)),
+    **_family("e2-highcpu", 1, (2, 4, 8, 16, 32)),
+    **_family("n1-standard", 3.75, (1, 2, 4, 8, 16, 32, 64, 96)),
+    **_family("n2-standard", 4, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128)),
+    **_family("n2-highmem", 8, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128), {128: 864}),
+    **_family("n2-highcpu", 1, (2, 4, 8, 16, 32, 48, 64, 80, 96)),
+    **_family("n2d-standard", 4, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224)),
+    **_family("n2d-highmem", 8, (2, 4, 8, 16, 32, 48, 64, 80, 96)),
+    **_family("n2d-highcpu", 1, (2, 4, 8, 16, 32, 48, 64, 80, 96, 128, 224)),
+    **_family("n4-standard", 4, (2, 4, 8, 16, 32, 48, 64, 80)),
+    **_family("n4-highmem", 8, (2, 4, 8, 16, 32, 48, 64, 80)),
+    **_family("n4-highcpu", 2, (2, 4, 8, 16, 32, 48, 64, 80)),
+    **_family("c3-standard", 4, (4, 8, 22, 44, 88, 176)),
+    **_family("c3-highmem", 8, (4, 8, 22, 44, 88, 176)),
+    **_family("c3-highcpu", 2, (4, 8, 22, 44, 88, 176)),
+}
+
+
+def machine_resources(machine_type: str) -> tuple[int, float] | None:
+    """(vCPUs, memory GB) of a TPU VM or general-purpose machine type; None if not listed."""
+    if machine_type in MACHINE_RESOURCES:
+        vcpus, gb = MACHINE_RESOURCES[machine_type]
+        return vcpus, float(gb)
+    return GENERAL_PURPOSE_MACHINES.get(machine_type)
+
+
+# What GKE Standard reserves on every node for the kubelet, the container runtime and the OS
+# (cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes, "Memory and CPU
+# reservations"): a share of each successive tier of the machine's CPU and memory. A tier is
+# (size, fraction); the last tier has no upper bound.
+GKE_CPU_RESERVATION: tuple[tuple[float | None, float], ...] = (
+    (1, 0.06), (1, 0.01), (2, 0.005), (None, 0.0025),  # cores
+)
+GKE_MEMORY_RESERVATION: tuple[tuple[float | None, float], ...] = (
+    (4, 0.25), (4, 0.20), (8, 0.10), (112, 0.06), (None, 0.02),  # GiB
+)
+GKE_SMALL_MACHINE_MEMORY_RESERVATION_MIB = 255  # machines with less than 1 GiB
+GKE_EVICTION_THRESHOLD_MIB = 100  # kubelet's hard eviction threshold, also not allocatable
+
+
+def _tiered(total: float, tiers: tuple[tuple[float | None, float], ...]) -> float:
+    reserved, left = 0.0, total
+    for size, fraction in tiers:
+        part = left if size is None else min(left, size)
+        reserved += part * fraction
+        left -= part
+        if left <= 0:
+            break
+    return reserved
+
+
+@dataclass(frozen=True)
+class NodeAllocatable:
+    """What pods may request on one GKE node of a machine type (GKE's formula)."""
+
+    machine_type: str
+    vcpus: int
+    memory_gib: float
+    cpu: float
+    """Allocatable cores."""
+    memory_bytes: int
+
+    @property
+    def memory_gib_allocatable(self) -> float:
+        return self.memory_bytes / 2**30
+
+
+def node_allocatable(machine_type: str) -> NodeAllocatable | None:
+    """GKE's allocatable CPU and memory for ``machine_type``; None if the catalog does not
+    list the machine type. The kernel also keeps a little memory (GKE's own example, a 4 vCPU
+    16 GB node, shows 13498416Ki allocatable, 3 % under this formula): callers leave headroom."""
+    res = machine_resources(machine_type)
+    if res is None:
+        return None
+    vcpus, gib = res
+    cpu = vcpus - _tiered(vcpus, GKE_CPU_RESERVATION)
+    reserved_mib: float
+    if gib < 1:
+        reserved_mib = GKE_SMALL_MACHINE_MEMORY_RESERVATION_MIB
+    else:
+        reserved_mib = _tiered(gib, GKE_MEMORY_RESERVATION) * 1024
+    memory = gib * 2**30 - (reserved_mib + GKE_EVICTION_THRESHOLD_MIB) * 2**20
+    return NodeAllocatable(machine_type, vcpus, gib, cpu, int(memory))
+
 
 # Ironwood (tpu7x) is deliberately absent: its multi-host pools need a workload
 # resource policy instead of COMPACT placement, and how pulumi-gcp's required
@@ -208,9 +357,11 @@ def all_accelerator_types() -> list[str]:
 
 
 def _default_topology(generation: str, chips: int) -> str:
-    # The most cubic shape: the one xpk and the Cloud TPU docs pick for a name.
+    # The most cubic shape (the one xpk and the Cloud TPU docs pick for a name), among those
+    # Ray accepts when it accepts any of them (see RayTopologies).
     candidates = [t for t in valid_topologies(generation) if topology_chips(t) == chips]
-    return min(candidates, key=lambda t: max(int(d) for d in t.split("x")))
+    ray_ok = [t for t in candidates if GENERATIONS[generation].ray_topologies.accepts(t)]
+    return min(ray_ok or candidates, key=lambda t: max(int(d) for d in t.split("x")))
 
 
 @dataclass(frozen=True)
@@ -242,11 +393,20 @@ class SliceShape:
 
     @property
     def node_selector(self) -> dict[str, str]:
-        """The labels GKE puts on every node of this slice's pool."""
+        """The labels GKE puts on every node of this slice's pools, and only on those of this
+        shape: accelerator + topology, and the machine type (v5e/v6e 2x4 is one 8-chip VM or
+        two 4-chip VMs: the same accelerator and topology labels). The one source of the
+        selector: node pools report it, Ray worker groups and Kueue flavors select by it."""
         return {
             ACCELERATOR_LABEL: self.generation.accelerator_label,
             TOPOLOGY_LABEL: self.topology,
+            INSTANCE_TYPE_LABEL: self.machine_type,
         }
+
+    @property
+    def ray_accepts_topology(self) -> bool:
+        """Whether Ray's TPU layer accepts this slice's topology (:class:`RayTopologies`)."""
+        return self.generation.ray_topologies.accepts(self.topology)
 
     @property
     def host_vcpus(self) -> int:

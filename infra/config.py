@@ -27,6 +27,7 @@ from pydantic.alias_generators import to_camel
 
 from . import versions
 from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
+from .fit import fit_problems, fit_warnings
 from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cluster_name_problem
 
 NAMESPACE = "raytpu"
@@ -165,6 +166,10 @@ class KubeRayConfig(_Model):
     namespace: str = "kuberay-system"
     webhook_version: str = versions.CHARTS["kuberay-tpu-webhook"].version
     cert_manager_version: str = versions.CHARTS["cert-manager"].version
+    webhook_image: str | None = None
+    """TPU webhook image (helm mode); default ``versions.TPU_WEBHOOK_IMAGE``."""
+    multi_host_indexing: bool | None = None
+    """KubeRay's RayMultiHostIndexing gate (helm mode); default: what the webhook image handles."""
 
 
 class RayConfig(_Model):
@@ -294,6 +299,7 @@ class StackConfig(_Model):
                 f"`pulumi up`, `kubectl -n {r.namespace} get raycluster {r.cluster_name} "
                 "-o jsonpath='{.spec.authOptions}'` must not be empty"
             )
+        out += fit_warnings(self)
         return out
 
 
@@ -497,6 +503,7 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
             continue
         if net.prefixlen == 0:
             problems.append(f"{key}: {cidr!r} opens to the whole internet; name a narrower range")
+    problems += fit_problems(cfg)  # head/workers fit their nodes; Ray accepts the topologies
     return problems
 
 

@@ -25,11 +25,25 @@ def operator_table(result: PlanResult) -> Table | None:
         table.add_row(str(i.get("name", c.name)), str(i.get("chart", "")),
                       str(i.get("version", "")), str(i.get("namespace", "")),
                       "skipped" if i.get("skipCrds") else "managed")
+    notes = []
+    for c in charts:
+        values = c.inputs.get("values") or {}
+        image = (values.get("tpuWebhook") or {}).get("image")
+        if image:
+            notes.append(f"TPU webhook image {image.get('repository')}:{image.get('tag')}")
+        for gate in values.get("featureGates") or []:
+            notes.append(f"{gate.get('name')}: {'on' if gate.get('enabled') else 'off'}")
     if not charts:
         if result.config.kuberay.mode != "gke-addon":
             return None
         table.add_row("kuberay-operator + kuberay-tpu-webhook", "GKE add-on", "GKE-managed",
                       "(outside the cluster)", "GKE")
+        for job in result.by_type("kubernetes:batch/v1:Job"):
+            meta = job.inputs.get("metadata", {})
+            notes.append(f"Job {meta.get('namespace')}/{meta.get('name')} waits for the "
+                         "add-on's RayCluster CRD before the RayCluster is declared")
+    if notes:
+        table.caption = "; ".join(notes)
     return table
 
 

@@ -104,8 +104,14 @@ class Infra:
 
     @property
     def depends_on(self) -> list[pulumi.Resource]:
-        """What Kubernetes workloads must wait for: the cluster, its system and TPU pools."""
-        return [self.cluster.cluster, self.cluster.system_pool, *self.node_pools]
+        """What the RayCluster must wait for: the cluster, its system and TPU pools."""
+        return [*self.operator_depends_on, *self.node_pools]
+
+    @property
+    def operator_depends_on(self) -> list[pulumi.Resource]:
+        """What the operators (cert-manager, KubeRay, the TPU webhook) wait for: the cluster and
+        the system pool they run on. Never the TPU pools: a TPU stockout must not hold them."""
+        return [self.cluster.cluster, self.cluster.system_pool]
 
 
 def _labels(cfg: StackConfig) -> dict[str, str]:
@@ -322,6 +328,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         provider=infra.provider,
         gsa_email=infra.checkpoint_gsa_email,
         depends_on=infra.depends_on,
+        operator_depends_on=infra.operator_depends_on,
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )

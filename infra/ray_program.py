@@ -54,6 +54,12 @@ def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
         kuberay_version=k.version,
         webhook_version=k.webhook_version,
         cert_manager_version=k.cert_manager_version,
+        webhook_image=k.webhook_image or versions.TPU_WEBHOOK_IMAGE.reference,
+        multi_host_indexing=(versions.RAY_MULTI_HOST_INDEXING if k.multi_host_indexing is None
+                             else k.multi_host_indexing),
+        # gke-addon: the CRD wait Job runs python from the public Ray image the trainer image
+        # is built on (not the stack's own image: that may not be pushed yet on a first up).
+        addon_wait_image=versions.RAY_IMAGE,
     )
 
 
@@ -138,24 +144,29 @@ def build_ray(
     provider: k8s.Provider | None,
     gsa_email: pulumi.Input[str],
     depends_on: Sequence[pulumi.Resource] = (),
+    operator_depends_on: Sequence[pulumi.Resource] | None = None,
     system_pool: str | None = None,
     tpu_pools: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Declare the KubeRay operator (or record the GKE add-on) and the stack's RayCluster.
 
     ``provider``: the GKE cluster's Kubernetes provider (server-side apply on: the KubeRay CRDs
-    exceed client-side apply's annotation limit). ``depends_on``: what must exist first (the
-    cluster, its node pools). ``system_pool``: the CPU node pool's name, to pin the Ray head.
-    ``tpu_pools``: node labels per TPU pool, to refuse a group that no pool can host.
+    exceed client-side apply's annotation limit). ``depends_on``: what the RayCluster waits for
+    (the cluster, its node pools). ``operator_depends_on``: what the operator layer waits for
+    (default ``depends_on``; the stack passes the cluster and system pool only, so a TPU
+    stockout does not hold back cert-manager, KubeRay and the webhook). ``system_pool``: the
+    CPU node pool's name, to pin the Ray head. ``tpu_pools``: node labels per TPU pool, to
+    refuse a group that no pool can host.
     Returns the stack outputs of the Ray layer.
     """
     op_args = _checked(cfg, gsa_email, system_pool, tpu_pools)  # before declaring anything
 
-    base = pulumi.ResourceOptions(
-        providers=[provider] if provider is not None else None,
-        depends_on=list(depends_on),
-    )
-    operator = KubeRayOperator("kuberay", op_args, opts=base)
+    providers: list[pulumi.ProviderResource] | None = [provider] if provider is not None else None
+    base = pulumi.ResourceOptions(providers=providers, depends_on=list(depends_on))
+    operator = KubeRayOperator("kuberay", op_args, opts=pulumi.ResourceOptions(
+        providers=providers,
+        depends_on=list(depends_on if operator_depends_on is None else operator_depends_on),
+    ))
 
     # A namespace the operator layer already creates (its own, or the webhook chart's
     # ray-system) must not get a second owner.

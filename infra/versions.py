@@ -61,6 +61,57 @@ CHARTS: dict[str, HelmChart] = {
     ),
 }
 
+
+
+@dataclass(frozen=True)
+class TpuWebhookImage:
+    """A build of the KubeRay TPU webhook and whether it handles KubeRay's multi-host labels."""
+
+    repository: str
+    tag: str
+    digest: str
+    handles_multihost_indexing: bool
+    """Whether its podAffinity works with KubeRay's ``RayMultiHostIndexing`` labels."""
+    source: str
+
+    @property
+    def reference(self) -> str:
+        return f"{self.repository}:{self.tag}@{self.digest}"
+
+
+# The webhook image (Helm mode) and the KubeRay feature gate are one choice:
+#
+# * With RayMultiHostIndexing on (KubeRay 1.7.0's default), pods carry KubeRay's
+#   ray.io/worker-group-replica-index + ray.io/replica-host-index labels. The webhook before
+#   ai-on-gke/kuberay-tpu-webhook f82f9b4 (#24, 2026-04-03; tags v1.3.2 .. v1.3.5) then skips
+#   its own `replicaIndex` label yet still injects a *required* podAffinity on
+#   `replicaIndex In [<group>-<i>]` (main.go mutatePod / injectAffinity at f82f9b4^): no pod
+#   matches, so every multi-host worker stays Pending.
+# * The only published image, v1.3.1-gke.2 (chart 0.3.1's default at every tag up to v1.3.5,
+#   commit 5da78aa, 2026-02-13), predates that fix; the repository names no later build
+#   (helm-chart/values.yaml, deployments/deployment.yaml, Makefile, cloudbuild.yaml at ef658db).
+# * So Helm mode turns the gate off: the webhook takes its fallback path (its own replicaIndex
+#   label and TPU_WORKER_ID bookkeeping, the path every KubeRay < 1.5 used) and its affinity
+#   matches. Costs: KubeRay no longer deletes and recreates a multi-host replica as a unit
+#   (raycluster_controller.go: reconcileMultiHostWorkerGroup runs only with the gate), and the
+#   fallback's informer handshake never matches before ef658db (#29: lastAdmitted is keyed
+#   with the replica number, the check with the "<group>-<n>" label), so each TPU pod admission
+#   waits the webhook's 1 s timeout before it reads the pod list.
+# A webhook built from kuberay-tpu-webhook/v1.3.5 (or later) may run with the gate on:
+# raytpu:kuberay.webhookImage + raytpu:kuberay.multiHostIndexing: true.
+TPU_WEBHOOK_IMAGE = TpuWebhookImage(
+    repository="us-docker.pkg.dev/ai-on-gke/kuberay-tpu-webhook/tpu-webhook",
+    tag="v1.3.1-gke.2",
+    digest="sha256:c392f614b7ffc2071a46b5fa7c1ea309475265be5af806927bb4f87313d9ca43",
+    handles_multihost_indexing=False,
+    source="ai-on-gke/kuberay-tpu-webhook@ef658db deployments/deployment.yaml; "
+           "helm-chart/values.yaml at tags v1.3.2..v1.3.5",
+)
+# The first webhook tag whose affinity keys on ray.io/worker-group-replica-name.
+TPU_WEBHOOK_MULTIHOST_INDEXING_FIX = "kuberay-tpu-webhook/v1.3.2"
+RAY_MULTI_HOST_INDEXING = TPU_WEBHOOK_IMAGE.handles_multihost_indexing
+
+
 # GKE: the Ray Operator add-on needs this control-plane version; the TPU webhook needs 1.28.
 MIN_GKE_FOR_RAY_ADDON = "1.30.0-gke.1747000"
 MIN_GKE_FOR_TPU_WEBHOOK = "1.28.0"

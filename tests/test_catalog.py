@@ -66,7 +66,17 @@ def test_slice_shapes(
     assert s.node_selector == {
         "cloud.google.com/gke-tpu-accelerator": s.generation.accelerator_label,
         "cloud.google.com/gke-tpu-topology": topology,
+        "node.kubernetes.io/instance-type": machine,
     }
+
+
+def test_one_shape_on_two_machine_types_gets_two_selectors() -> None:
+    """v5e 2x4: one ct5lp-hightpu-8t VM or two -4t VMs; each selector matches its own nodes."""
+    one = slice_shape("v5litepod-8", machine_type="ct5lp-hightpu-8t")
+    two = slice_shape("v5litepod-8", machine_type="ct5lp-hightpu-4t")
+    assert one.topology == two.topology == "2x4"
+    assert one.node_selector != two.node_selector
+    assert one.node_selector["node.kubernetes.io/instance-type"] == "ct5lp-hightpu-8t"
 
 
 def test_eight_chip_v5e_v6e_can_be_two_four_chip_hosts() -> None:
@@ -167,3 +177,49 @@ def test_matches_xpk_catalog() -> None:
             assert slice_shape(r["accelerator_type_name"]).topology == r["topology"]
         checked += 1
     assert checked > 300
+
+
+# -- Ray's own TPU topology rule ------------------------------------------------------------
+
+
+def _ray_accepts() -> object:
+    try:
+        from ray._private.accelerators.tpu import TPUAcceleratorManager
+    except ImportError:
+        pytest.skip("ray is not installed (pip install -e '.[workloads]'): the catalog's copy "
+                    "of Ray's TPU topology rule cannot be checked against Ray itself")
+    return TPUAcceleratorManager.is_valid_tpu_accelerator_topology
+
+
+def test_ray_topology_rule_matches_ray_for_every_catalog_shape() -> None:
+    is_valid = _ray_accepts()
+    import ray
+    from raytpu.catalog import RAY_VERSION_OF_TOPOLOGIES
+
+    assert ray.__version__ == RAY_VERSION_OF_TOPOLOGIES, "re-read Ray's table for this version"
+    checked = 0
+    for gen in GENERATIONS.values():
+        for t in valid_topologies(gen.name):
+            assert gen.ray_topologies.accepts(t) == is_valid(gen.ray_accelerator_type, t), (  # type: ignore[operator]
+                gen.name, t)
+            checked += 1
+    assert checked > 400
+
+
+def test_ray_topology_rule_matches_ray_table_entries() -> None:
+    """Ray's own table, unsorted 3-D shapes included (16x4x4 is in Ray's v5p set)."""
+    _ray_accepts()
+    from ray._private.accelerators import tpu as ray_tpu
+
+    for gen in GENERATIONS.values():
+        key = gen.ray_accelerator_type.removeprefix("TPU-").lower()
+        table = ray_tpu.VALID_TPU_TOPOLOGY[key]
+        assert all(gen.ray_topologies.accepts(t) for t in table), gen.name
+        assert not gen.ray_topologies.accepts("4x4x4x4")
+
+
+def test_ray_rejects_gke_documented_v4_shapes() -> None:
+    assert slice_shape("v4-16").ray_accepts_topology
+    assert not slice_shape("v4-4096", topology="8x16x16").ray_accepts_topology  # y > 12
+    assert not slice_shape("v4-6144").ray_accepts_topology  # 12x16x16: z <= 16 but y > 12
+    assert slice_shape("v5p-12288").ray_accepts_topology  # 16x16x24 is Ray's v5p maximum

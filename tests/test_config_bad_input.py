@@ -283,6 +283,7 @@ def test_strings_of_a_fixed_shape(section: str, key: str, value: str, expected: 
     assert [p for p in info.value.problems if p.startswith(expected)], info.value.problems
 
 
-@pytest.mark.parametrize("value", ["4", "500m", "16Gi", "1.5", "2e3", "0.5Ti"])
+# Parsed as quantities; each small enough for the default system pool (the fit check).
+@pytest.mark.parametrize("value", ["4", "500m", "16Gi", "1.5", "2e3", "0.01Ti"])
 def test_valid_quantities(value: str) -> None:
     assert parse_stack_config("t", {**BASE, "raytpu:ray": {"headMemory": value}})

@@ -219,6 +219,7 @@ def test_readme_example_in_a_foreign_program() -> None:
     assert exported["selector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
         "cloud.google.com/gke-tpu-topology": "2x2x2",
+        "node.kubernetes.io/instance-type": "ct4p-hightpu-4t",
     }
     made = pools(plan)
     assert [p.parent for p in made] == ["train", "train"]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import inspect
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -83,7 +82,8 @@ def stack_files() -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------
-# Running the Ray layer alone (until build_ray is wired into raytpu.program.build)
+# Running the Ray layer alone (the samples: faster than the whole program, and it isolates
+# the Ray layer's own rules; the wiring is tested on the real program in test_ray_wiring.py)
 
 
 def ray_program(cfg: StackConfig, **build_kwargs: Any) -> Callable[[], None]:
@@ -98,15 +98,6 @@ def ray_program(cfg: StackConfig, **build_kwargs: Any) -> Callable[[], None]:
             pulumi.export(key, value)
 
     return program
-
-
-def program_calls_build_ray() -> bool:
-    """Whether raytpu.program.build already declares the Ray layer (then it is used as is)."""
-    from raytpu import program
-
-    source = inspect.getsource(program.build)
-    return any("build_ray(" in line and not line.strip().startswith("#")
-               for line in source.splitlines())
 
 
 def plan_ray(raw: Mapping[str, Any], stack: str = "dev", **build_kwargs: Any) -> PlanResult:

@@ -39,6 +39,37 @@ CASES: dict[str, Case] = {
             "selector": {"ray.io/node-type": "head"},
             "ports": [{"name": "dashboard", "port": 8265, "targetPort": 8265}]}),
     ),
+    "job": (
+        lambda n: k8s.batch.v1.Job(n, metadata=META_ARGS, spec=k8s.batch.v1.JobSpecArgs(
+            backoff_limit=0, template=k8s.core.v1.PodTemplateSpecArgs(
+                spec=k8s.core.v1.PodSpecArgs(restart_policy="Never", containers=[
+                    k8s.core.v1.ContainerArgs(name="c", image="i", command=["true"])])))),
+        lambda n: thin.Job(n, metadata=META, spec={
+            "backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "c", "image": "i", "command": ["true"]}]}}}),
+    ),
+    "cluster-role": (
+        lambda n: k8s.rbac.v1.ClusterRole(n, metadata=k8s.meta.v1.ObjectMetaArgs(name="r"),
+                                          rules=[k8s.rbac.v1.PolicyRuleArgs(
+                                              api_groups=["apiextensions.k8s.io"],
+                                              resources=["customresourcedefinitions"],
+                                              verbs=["get"])]),
+        lambda n: thin.ClusterRole(n, metadata={"name": "r"}, fields={"rules": [
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+             "verbs": ["get"]}]}),
+    ),
+    "cluster-role-binding": (
+        lambda n: k8s.rbac.v1.ClusterRoleBinding(
+            n, metadata=k8s.meta.v1.ObjectMetaArgs(name="b"),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io",
+                                             kind="ClusterRole", name="r"),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name="s",
+                                              namespace="default")]),
+        lambda n: thin.ClusterRoleBinding(n, metadata={"name": "b"}, fields={
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "s", "namespace": "default"}]}),
+    ),
 }
 
 

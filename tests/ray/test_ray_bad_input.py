@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from pulumi.runtime import settings
-from ray_support import SAMPLES, plan_ray, program_calls_build_ray, ray_program
+from ray_support import SAMPLES, plan_ray, ray_program
 from raytpu.catalog import slice_shape
 from raytpu.config import ConfigError, StackConfig, parse_stack_config
 from raytpu.plan import run_program
@@ -114,17 +114,11 @@ def test_token_auth_needs_a_kuberay_with_auth_options() -> None:
                        "is 1.4.2; upgrade it or set 'disabled'")
 
 
-def test_cli_plan_exits_2_naming_the_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from raytpu import program
+def test_cli_plan_exits_2_naming_the_key(tmp_path: Path) -> None:
+    """The real CLI on the real program: a Ray-side problem is refused before anything."""
     from raytpu.cli import app
     from typer.testing import CliRunner
 
-    def ray_only_build(cfg: Any) -> dict[str, Any]:
-        ray_program(cfg)()
-        return {}
-
-    if not program_calls_build_ray():
-        monkeypatch.setattr(program, "build", ray_only_build)
     name = "x" * 60
     (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(
         {"config": {**RAW, "raytpu:ray": {"clusterName": name}}}))

@@ -8,10 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
-import pytest
 import yaml
-from ray_support import SAMPLES, program_calls_build_ray, ray_program
-from raytpu import program
+from ray_support import SAMPLES
 from raytpu.manifests import MARKER, api_version_of, write_manifests, write_plan_manifests
 from raytpu.plan import PlanResult
 from raytpu.plan_ray import ray_tables
@@ -87,12 +85,8 @@ def test_stale_generated_files_are_removed_others_kept(
     assert "notes.yaml" in names
 
 
-def test_write_manifests_runs_the_stack_program(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The CLI entry point end to end, on a stack file (Ray layer only if not yet wired)."""
-    if not program_calls_build_ray():
-        monkeypatch.setattr(program, "build", lambda cfg: ray_program(cfg)() or {})
+def test_write_manifests_runs_the_stack_program(tmp_path: Path) -> None:
+    """The CLI entry point end to end, on a stack file, through raytpu.program.build."""
     stacks = tmp_path / "stacks"
     stacks.mkdir()
     (stacks / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": SAMPLES["v5e-elastic"]}))
@@ -117,5 +111,7 @@ def test_plan_tables_show_operator_stack_and_groups(sample_plans: dict[str, Plan
     rows = [line for line in text.splitlines() if "v6-16" in line or "v6-8" in line]
     assert any("2/2/2" in r and "tpu-v6e-slice" in r and "4x4" in r for r in rows), rows
     assert any("1/1/4" in r and "2x4" in r for r in rows), rows
+    assert "RayMultiHostIndexing: off" in text and "tpu-webhook:v1.3.1-gke.2@sha256:" in text
     addon = _render(ray_tables(sample_plans["v5p-addon"]))
     assert "GKE add-on" in addon and "GKE-managed" in addon
+    assert "waits for the add-on's RayCluster CRD" in addon

@@ -1,6 +1,6 @@
 """Every RayCluster/RayJob the stacks produce: KubeRay CRD schema, Kubernetes pod schema, TPU
 rules. Two sources: the Ray layer run alone (build_ray) on the built-in samples and on every
-``stacks/Pulumi.*.yaml``, and the whole stack program (``run_plan``) once it calls build_ray.
+``stacks/Pulumi.*.yaml``, and the whole stack program (``run_plan``, ``raytpu.program.build``).
 """
 
 from __future__ import annotations
@@ -57,12 +57,8 @@ def test_stack_files_ray_layer(stack: str, validate_crd: Validate) -> None:
 
 @pytest.mark.parametrize("stack", stack_files())
 def test_stack_files_whole_program(stack: str, validate_crd: Validate) -> None:
-    try:
-        plan = run_plan(stack, STACKS_DIR)
-    except NotImplementedError:
-        pytest.skip("raytpu.program.build is not implemented yet")
-    if not plan.by_type("raytpu:kuberay:KubeRayOperator"):
-        pytest.skip("raytpu.program.build does not call raytpu.ray_program.build_ray yet")
+    plan = run_plan(stack, STACKS_DIR)
+    assert len(plan.by_type("raytpu:kuberay:KubeRayOperator")) == 1
     assert _check_plan(plan, validate_crd) == 1
 
 

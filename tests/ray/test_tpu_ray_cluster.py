@@ -65,7 +65,8 @@ def test_worker_pod_shape(sample_plans: dict[str, PlanResult]) -> None:
     spec = w["template"]["spec"]
     (c,) = spec["containers"]
     assert spec["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu-v4-podslice",
-                                    "cloud.google.com/gke-tpu-topology": "2x2x2"}
+                                    "cloud.google.com/gke-tpu-topology": "2x2x2",
+                                    "node.kubernetes.io/instance-type": "ct4p-hightpu-4t"}
     assert spec["tolerations"] == [{"key": "google.com/tpu", "operator": "Exists",
                                     "effect": "NoSchedule"}]
     # ct4p-hightpu-4t: 240 vCPU / 407 GB -> 80 %.
