@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from raytpu.cost import cost_command
 from raytpu.workloads.commands import register as register_workload_commands
 
 app = typer.Typer(
@@ -142,6 +143,7 @@ def catalog(
 
 
 register_workload_commands(app)
+app.command("cost")(cost_command)
 
 
 def main() -> None:
