@@ -32,6 +32,17 @@ def _range(lo: float | None, hi: float | None, digits: int) -> dict[str, float |
             "max": None if hi is None else round(hi, digits)}
 
 
+def _per_hour_and_month(
+    price: float | None, units_lo: int, units_hi: int
+) -> dict[str, dict[str, float | None]]:
+    """``hourly`` and ``monthly`` ``{min, max}`` of ``units`` at ``price`` each per hour."""
+    if price is None:
+        return {"hourly": _range(None, None, 4), "monthly": _range(None, None, 2)}
+    lo, hi = price * units_lo, price * units_hi
+    return {"hourly": _range(lo, hi, 4),
+            "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)}
+
+
 def capacity_of(s: SliceConfig) -> str:
     if s.spot:
         return "spot"
@@ -64,7 +75,6 @@ def _group(cfg: StackConfig, s: SliceConfig) -> dict[str, Any]:
     price, source = _chip_price(cfg, s, capacity)
     chips = s.shape.chips
     lo, hi = s.initial_slices, s.max_slices
-    hourly = (chips * price * lo, chips * price * hi) if price is not None else (None, None)
     return {
         "name": s.name,
         "tpu": s.shape.accelerator_type,
@@ -73,9 +83,7 @@ def _group(cfg: StackConfig, s: SliceConfig) -> dict[str, Any]:
         "capacity": capacity,
         "price_per_chip_hour": price,
         "price_source": source,
-        "hourly": _range(*hourly, 4),
-        "monthly": _range(*(h * prices.HOURS_PER_MONTH if h is not None else None
-                            for h in hourly), 2),
+        **_per_hour_and_month(price, chips * lo, chips * hi),
     }
 
 
@@ -92,7 +100,6 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
         source = "list" if listed else (
             f"no list price for {pool.machine_type} in {cfg.region}; set "
             f"raytpu:cost.machines.{pool.machine_type}")
-    hourly = (price * lo, price * hi) if price is not None else (None, None)
     return {
         "name": "system",
         "machine_type": pool.machine_type,
@@ -100,9 +107,7 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
         "capacity": "on-demand",
         "price_per_node_hour": price,
         "price_source": source,
-        "hourly": _range(*hourly, 4),
-        "monthly": _range(*(h * prices.HOURS_PER_MONTH if h is not None else None
-                            for h in hourly), 2),
+        **_per_hour_and_month(price, lo, hi),
     }
 
 
@@ -176,7 +181,9 @@ def render_cost(cost: dict[str, Any]) -> None:
                   f"not included: {cost['excludes']}")
 
 
-StackOpt = Annotated[str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")]
+StackOpt = Annotated[
+    str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")
+]
 
 
 def cost_command(
