@@ -112,6 +112,14 @@ def _labels(cfg: StackConfig) -> dict[str, str]:
     return {"app": "raytpu", "stack": re.sub(r"[^a-z0-9_-]", "-", cfg.stack.lower())[:63]}
 
 
+def cost_labels(cfg: StackConfig, s: SliceConfig) -> dict[str, str]:
+    """GCE labels of a slice group's VMs: the stack's, the group, and the team when exactly
+    one team has quota on the group (a shared group is split by GKE cost allocation)."""
+    teams = [t.name for t in cfg.teams if s.name in t.quota]
+    return {**_labels(cfg), "slice-group": s.name, **({"team": teams[0]} if len(teams) == 1
+                                                      else {})}
+
+
 def _account_id(base: str, suffix: str) -> str:
     return f"{base[: 30 - len(suffix) - 1].rstrip('-')}-{suffix}"
 
@@ -203,6 +211,7 @@ def _stack_args(cfg: StackConfig) -> tuple[
             spot=s.spot,
             reservation=s.reservation,
             node_tags=(node_tag, tpu_tag),
+            resource_labels=cost_labels(cfg, s),
         )
 
     pools = [make(f"raytpu:slices[{i}]", partial(pool, s)) for i, s in enumerate(cfg.slices)]

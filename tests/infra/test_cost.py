@@ -152,3 +152,39 @@ def test_cost_cli_json_and_bad_stack(tmp_path: Path) -> None:
     text = raytpu("plan", "--stack", "dev")
     assert text.returncode == 0, text.stderr
     assert "fleet cost:" in text.stdout and "/ month" in text.stdout
+
+
+def test_every_node_pool_and_bucket_carries_cost_allocation_labels() -> None:
+    from infra_support import NODE_POOL
+    from raytpu.plan import run_program
+
+    raw = raw_config(
+        raytpu_slices=[{"name": "shared", "tpu": "v5litepod-16"},
+                       {"name": "solo", "tpu": "v5litepod-4"}],
+        raytpu_teams=[
+            {"name": "team-a", "members": ["group:a@example.com"],
+             "quota": {"shared": 1, "solo": 1}},
+            {"name": "team-b", "members": ["group:b@example.com"], "quota": {"shared": 1}},
+        ],
+    )
+    plan = run_program("test", raw)
+    pools = {r.inputs["name"]: r.inputs["nodeConfig"]["resourceLabels"]
+             for r in plan.by_type(NODE_POOL)}
+    assert set(pools) == {"system", "shared-0", "solo"}
+    for labels in pools.values():
+        assert labels["stack"] == "test"
+    assert pools["shared-0"]["slice-group"] == "shared" and "team" not in pools["shared-0"]
+    assert pools["solo"] == {**pools["solo"], "slice-group": "solo", "team": "team-a"}
+    (bucket,) = plan.by_type("gcp:storage/bucket:Bucket")
+    assert bucket.inputs["labels"]["stack"] == "test"
+
+
+def test_bad_label_is_refused_before_anything_is_declared() -> None:
+    from infra_support import refused_alone
+    from raytpu.catalog import slice_shape
+    from raytpu.components import TpuSlicePool, TpuSlicePoolArgs
+
+    (err,) = refused_alone(lambda: TpuSlicePool("p", TpuSlicePoolArgs(
+        shape=slice_shape("v5litepod-4"), cluster="c", zone="us-west4-a",
+        node_service_account="sa", project="p", resource_labels={"Team": "A"})))
+    assert "resource_labels: 'Team': 'A'" in str(err)

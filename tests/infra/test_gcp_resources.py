@@ -97,6 +97,11 @@ CASES: dict[str, Case] = {
                 dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
                     allow_external_traffic=True)),
             deletion_protection=True,
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS", "POD"],
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
+                    enabled=True)),
+            cost_management_config=gcp.container.ClusterCostManagementConfigArgs(enabled=True),
             opts=pulumi.ResourceOptions(ignore_changes=["nodeConfig"])),
         lambda n: thin.ContainerCluster(n, {
             "name": "c", "project": PROJECT, "location": ZONE, "networkingMode": "VPC_NATIVE",
@@ -114,6 +119,9 @@ CASES: dict[str, Case] = {
             "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
             "deletionProtection": True,
             "resourceLabels": None,
+            "monitoringConfig": {"enableComponents": ["SYSTEM_COMPONENTS", "POD"],
+                                 "managedPrometheus": {"enabled": True}},
+            "costManagementConfig": {"enabled": True},
         }, pulumi.ResourceOptions(ignore_changes=["nodeConfig"])),
     ),
     "node-pool": (
