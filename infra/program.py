@@ -37,6 +37,7 @@ from . import versions
 from .apis import after_apis, declare_project_services
 from .args_keys import stack_key_message
 from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stack_config
+from .monitoring_program import build_monitoring, monitoring_args
 from .ray_program import build_ray, ray_problems
 
 if TYPE_CHECKING:
@@ -324,6 +325,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     problems = ray_problems(cfg)
     if problems:
         raise ConfigError(problems)
+    monitoring_args(cfg)  # raises ConfigError before anything is declared
     infra = build_infra(cfg)
     outputs = infra_outputs(cfg, infra)
     outputs |= build_ray(
@@ -334,6 +336,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )
+    outputs |= build_monitoring(cfg)
     return outputs
 
 
