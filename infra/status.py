@@ -4,8 +4,9 @@ Per slice group: its node pools with nodes Ready / expected (nodes carry
 ``cloud.google.com/gke-nodepool``), the Ray worker pods Running per slice (KubeRay labels
 ``ray.io/group`` and ``ray.io/worker-group-replica-index``), and the RayCluster's
 ``status``. Per team (``raytpu:teams``): Kueue workloads admitted / pending in the team's
-namespace and the quota its ClusterQueue uses (``kueue.x-k8s.io/v1beta2``; namespace and
-ClusterQueue are named after the team).
+namespace (named after the team) and the quota its ClusterQueue uses
+(``kueue.x-k8s.io/v1beta2``; the ClusterQueue named after the team, or selecting its
+namespace).
 
 The official ``kubernetes`` client is imported only here, inside the command, so
 ``raytpu plan`` never pays for it. Credentials: ``--kubeconfig``, else the stack output
@@ -55,7 +56,7 @@ class ClusterReader(Protocol):
     def ray_pods(self, namespace: str, cluster: str) -> list[Any]: ...
     def ray_cluster(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def workloads(self, namespace: str) -> list[dict[str, Any]]: ...
-    def cluster_queue(self, name: str) -> dict[str, Any] | None: ...
+    def cluster_queues(self) -> list[dict[str, Any]]: ...
 
 
 # -- the view (pure: tested on API-shaped objects) ---------------------------------------
@@ -148,6 +149,19 @@ def _team_view(team: TeamConfig, workloads: list[dict[str, Any]],
     return out
 
 
+def queue_of(team: TeamConfig, queues: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The team's ClusterQueue: the one named after the team, else the one whose
+    namespaceSelector picks the team's namespace."""
+    for q in queues:
+        if (q.get("metadata") or {}).get("name") == team.name:
+            return q
+    for q in queues:
+        selector = ((q.get("spec") or {}).get("namespaceSelector") or {}).get("matchLabels") or {}
+        if selector.get("kubernetes.io/metadata.name") == team.name:
+            return q
+    return None
+
+
 def fleet_status(cfg: StackConfig, reader: ClusterReader) -> dict[str, Any]:
     """The status object (documented in README "Status"); raises StatusError."""
     nodes_by_pool: dict[str, list[Any]] = defaultdict(list)
@@ -172,8 +186,8 @@ def fleet_status(cfg: StackConfig, reader: ClusterReader) -> dict[str, Any]:
                        for c in rc_status.get("conditions") or []},
     }
     groups = [_group_view(s, nodes_by_pool, pods_by_group.get(s.name, [])) for s in cfg.slices]
-    teams = [_team_view(t, reader.workloads(t.name), reader.cluster_queue(t.name))
-             for t in cfg.teams]
+    queues = reader.cluster_queues() if cfg.teams else []
+    teams = [_team_view(t, reader.workloads(t.name), queue_of(t, queues)) for t in cfg.teams]
     return {
         "stack": cfg.stack,
         "cluster": cfg.cluster.name,
@@ -235,11 +249,10 @@ class KubeReader:
                            KUEUE_VERSION, namespace, "workloads", missing_ok=True)
         return list((found or {}).get("items") or [])
 
-    def cluster_queue(self, name: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = self._call(
-            f"ClusterQueue {name}", self._custom.get_cluster_custom_object, KUEUE_GROUP,
-            KUEUE_VERSION, "clusterqueues", name, missing_ok=True)
-        return found
+    def cluster_queues(self) -> list[dict[str, Any]]:
+        found = self._call("Kueue ClusterQueues", self._custom.list_cluster_custom_object,
+                           KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", missing_ok=True)
+        return list((found or {}).get("items") or [])
 
 
 def _stack_kubeconfig(stack: str) -> str | None:
@@ -267,10 +280,11 @@ def connect(stack: str, kubeconfig: Path | None, context: str | None) -> tuple[A
                     f"--kubeconfig {kubeconfig}")
         text = _stack_kubeconfig(stack)
         if text is not None:
-            with tempfile.NamedTemporaryFile("w", suffix=".kubeconfig", delete=False) as f:
-                f.write(text)
-            return (kube_config.new_client_from_config(f.name, context=context),
-                    f"pulumi stack output kubeconfig (stack {stack})")
+            with tempfile.TemporaryDirectory(prefix="raytpu-status-") as d:
+                path = Path(d) / "kubeconfig"
+                path.write_text(text)
+                return (kube_config.new_client_from_config(str(path), context=context),
+                        f"pulumi stack output kubeconfig (stack {stack})")
         return kube_config.new_client_from_config(context=context), "the current kubectl context"
     except Exception as e:  # ConfigException, missing file, bad YAML
         raise StatusError(f"no usable kubeconfig: {e}") from None

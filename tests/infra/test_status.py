@@ -152,8 +152,11 @@ class FakeReader:
     def workloads(self, namespace: str) -> list[dict[str, Any]]:
         return _workloads() if namespace == "team-a" else []
 
-    def cluster_queue(self, name: str) -> dict[str, Any] | None:
-        return _cluster_queue() if name == "team-a" else None
+    def cluster_queues(self) -> list[dict[str, Any]]:
+        other = {**_cluster_queue(), "metadata": {"name": "team-b-queue"}}
+        other["spec"] = {**other["spec"], "namespaceSelector": {
+            "matchLabels": {"kubernetes.io/metadata.name": "team-b"}}}
+        return [other, _cluster_queue()]
 
 
 def _kueue_crd_validator() -> jsonschema.Draft202012Validator:
@@ -217,6 +220,19 @@ def test_team_workloads_and_quota(world: Any) -> None:
     assert team["cluster_queue"]["tpu_chips"] == {"used": 16, "nominal": 16}
 
 
+def test_cluster_queue_found_by_name_or_namespace_selector() -> None:
+    from raytpu.config import TeamConfig
+    from raytpu.status import queue_of
+
+    def team(name: str) -> TeamConfig:
+        return TeamConfig(name=name, members=["user:x@example.com"], quota={"pod16": 1})
+
+    queues = FakeReader([], [], None).cluster_queues()
+    assert queue_of(team("team-a"), queues)["metadata"]["name"] == "team-a"  # type: ignore[index]
+    assert queue_of(team("team-b"), queues)["metadata"]["name"] == "team-b-queue"  # type: ignore[index]
+    assert queue_of(team("team-c"), queues) is None
+
+
 def test_missing_raycluster_is_unhealthy(world: Any) -> None:
     cfg, reader = world
     view = fleet_status(cfg, FakeReader(reader._nodes, reader._pods, None))
@@ -273,3 +289,28 @@ def test_text_view_names_the_broken_pool_and_slice(world: Any, capsys: Any) -> N
     out = capsys.readouterr().out
     assert "pod16-1 3/4" in out and "#1 3/4" in out and "degraded" in out, out
     assert "team-a" in out and "16 / 16" in out
+
+
+def test_kubeconfig_comes_from_the_stack_output_when_pulumi_is_there(tmp_path: Path) -> None:
+    kubeconfig = yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "s",
+        "clusters": [{"name": "s", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "contexts": [{"name": "s", "context": {"cluster": "s", "user": "s"}}],
+        "users": [{"name": "s", "user": {"token": "t"}}],
+    })
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "pulumi"
+    # Answers only the exact call raytpu makes; anything else fails.
+    fake.write_text("#!/bin/sh\n"
+                    '[ "$*" = "stack output kubeconfig --show-secrets --stack dev" ] || exit 3\n'
+                    f"cat <<'EOF'\n{kubeconfig}EOF\n")
+    fake.chmod(0o755)
+    proc = subprocess.run(
+        [sys.executable, "-m", "raytpu.cli", "status", "--stack", "dev"], cwd=REPO,
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "none"),
+             "PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 1
+    # The stack's kubeconfig was loaded (no "no usable kubeconfig"): its server is refused.
+    assert "reading nodes" in proc.stderr and "Traceback" not in proc.stderr
