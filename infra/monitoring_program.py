@@ -8,6 +8,7 @@ Needs the ``monitoring.googleapis.com`` API on the project.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from raytpu.components.monitoring import FleetMonitoring, FleetMonitoringArgs, SliceGroupWatch
@@ -15,7 +16,7 @@ from raytpu.components.monitoring import FleetMonitoring, FleetMonitoringArgs, S
 from .config import ConfigError, StackConfig
 
 
-def monitoring_args(cfg: StackConfig) -> FleetMonitoringArgs:
+def monitoring_args(cfg: StackConfig, labels: Mapping[str, str]) -> FleetMonitoringArgs:
     """The Args, or ConfigError naming the ``raytpu:monitoring`` key."""
     m = cfg.monitoring
     try:
@@ -34,18 +35,18 @@ def monitoring_args(cfg: StackConfig) -> FleetMonitoringArgs:
             ),
             alert_after_seconds=m.alert_after_seconds,
             notification_channels=tuple(m.notification_channels),
-            user_labels={"app": "raytpu", "stack": cfg.stack.lower()},
+            user_labels=dict(labels),
         )
     except ValueError as e:
         raise ConfigError([f"raytpu:monitoring: {e}"]) from None
 
 
-def build_monitoring(cfg: StackConfig) -> dict[str, Any]:
+def build_monitoring(cfg: StackConfig, labels: Mapping[str, str]) -> dict[str, Any]:
     """Declare the dashboard and the alert (nothing when ``raytpu:monitoring.enabled`` is
-    false); returns the stack outputs."""
+    false); ``labels``: the stack's GCE labels, for the alert policy. Returns the outputs."""
     if not cfg.monitoring.enabled:
         return {}
-    fleet = FleetMonitoring("monitoring", monitoring_args(cfg))
+    fleet = FleetMonitoring("monitoring", monitoring_args(cfg, labels))
     return {
         "monitoring_dashboard": fleet.dashboard.id,
         "monitoring_alert_policy": (fleet.alert_policy.policy_name

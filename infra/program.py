@@ -325,7 +325,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     problems = ray_problems(cfg)
     if problems:
         raise ConfigError(problems)
-    monitoring_args(cfg)  # raises ConfigError before anything is declared
+    monitoring_args(cfg, _labels(cfg))  # raises ConfigError before anything is declared
     infra = build_infra(cfg)
     outputs = infra_outputs(cfg, infra)
     outputs |= build_ray(
@@ -336,7 +336,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )
-    outputs |= build_monitoring(cfg)
+    outputs |= build_monitoring(cfg, _labels(cfg))
     return outputs
 
 
