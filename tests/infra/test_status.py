@@ -181,8 +181,12 @@ def world() -> tuple[StackConfig, FakeReader]:
     ready = sum(1 for p in _pods(rc) if p["status"]["phase"] == "Running") - 1
     rc["status"] = {"state": "ready", "readyWorkerReplicas": ready,
                     "desiredWorkerReplicas": 9, "conditions": [
-                        {"type": "RayClusterProvisioned", "status": "False"},
-                        {"type": "HeadPodReady", "status": "True"}]}
+                        {"type": "RayClusterProvisioned", "status": "False",
+                         "reason": "RayClusterPodsProvisioning", "message": "",
+                         "lastTransitionTime": "2026-12-03T07:05:00Z"},
+                        {"type": "HeadPodReady", "status": "True",
+                         "reason": "HeadPodRunningAndReady", "message": "",
+                         "lastTransitionTime": "2026-12-03T07:06:00Z"}]}
     nodes = _deserialize("Node", _nodes(plan, plan.config))
     pods = _deserialize("Pod", _pods(rc))
     return plan.config, FakeReader(nodes, pods, rc)
@@ -314,3 +318,20 @@ def test_kubeconfig_comes_from_the_stack_output_when_pulumi_is_there(tmp_path: P
     assert proc.returncode == 1
     # The stack's kubeconfig was loaded (no "no usable kubeconfig"): its server is refused.
     assert "reading nodes" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_raycluster_status_fixture_is_what_kuberay_writes(world: Any) -> None:
+    folder = Path(os.environ.get("RAYTPU_KUBERAY_CRDS") or REPO / ".." / "shared" / "ref" /
+                  "kuberay")
+    path = folder / "ray.io_rayclusters.yaml"
+    if not path.is_file():
+        if os.environ.get("RAYTPU_REQUIRE_CRDS") == "1":
+            pytest.fail(f"KubeRay CRD {path} missing (set RAYTPU_KUBERAY_CRDS)")
+        pytest.skip(f"KubeRay CRD {path} missing (set RAYTPU_KUBERAY_CRDS)")
+    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    status_schema = v1["schema"]["openAPIV3Schema"]["properties"]["status"]
+    _, reader = world
+    rc_status = reader.ray_cluster("ray", "raytpu")["status"]
+    assert set(rc_status) <= set(status_schema["properties"])
+    assert list(jsonschema.Draft202012Validator(status_schema).iter_errors(rc_status)) == []
