@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pulumi
 from raytpu.components.monitoring import FleetMonitoring, FleetMonitoringArgs, SliceGroupWatch
 
 from .config import ConfigError, StackConfig
@@ -41,12 +42,16 @@ def monitoring_args(cfg: StackConfig, labels: Mapping[str, str]) -> FleetMonitor
         raise ConfigError([f"raytpu:monitoring: {e}"]) from None
 
 
-def build_monitoring(cfg: StackConfig, labels: Mapping[str, str]) -> dict[str, Any]:
+def build_monitoring(
+    cfg: StackConfig, labels: Mapping[str, str], opts: pulumi.ResourceOptions | None = None
+) -> dict[str, Any]:
     """Declare the dashboard and the alert (nothing when ``raytpu:monitoring.enabled`` is
-    false); ``labels``: the stack's GCE labels, for the alert policy. Returns the outputs."""
+    false); ``labels``: the stack's GCE labels, for the alert policy; ``opts``: the
+    components' options (their resources wait for ``monitoring.googleapis.com``). Returns
+    the stack outputs."""
     if not cfg.monitoring.enabled:
         return {}
-    fleet = FleetMonitoring("monitoring", monitoring_args(cfg, labels))
+    fleet = FleetMonitoring("monitoring", monitoring_args(cfg, labels), opts)
     return {
         "monitoring_dashboard": fleet.dashboard.id,
         "monitoring_alert_policy": (fleet.alert_policy.policy_name

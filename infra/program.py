@@ -88,6 +88,8 @@ class Infra:
     """Trainer image reference (``raytpu:ray.image`` or this stack's registry)."""
     system_pool_name: str
     """GKE name of the CPU pool the Ray head and operators run on."""
+    api_options: pulumi.ResourceOptions | None = None
+    """For later gcp: components: each resource waits for its API (``after_apis``)."""
 
     @property
     def node_pools(self) -> list[ContainerNodePool]:
@@ -281,6 +283,7 @@ def build_infra(cfg: StackConfig) -> Infra:
         registry_url=registry.url,
         image=cfg.image,
         system_pool_name="system",
+        api_options=opts,
     )
 
 
@@ -336,7 +339,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )
-    outputs |= build_monitoring(cfg, _labels(cfg))
+    outputs |= build_monitoring(cfg, _labels(cfg), infra.api_options)
     return outputs
 
 
