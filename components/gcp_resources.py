@@ -237,3 +237,23 @@ class ProjectService(GcpResource):
 
     TOKEN = "gcp:projects/service:Service"
     OUTPUTS = ("service",)
+
+
+# -- monitoring -------------------------------------------------------------------------
+
+
+class MonitoringDashboard(GcpResource):
+    """A Cloud Monitoring dashboard; ``dashboardJson`` is the API's Dashboard object."""
+
+    TOKEN = "gcp:monitoring/dashboard:Dashboard"
+    OUTPUTS = ("dashboardJson",)
+
+
+class MonitoringAlertPolicy(GcpResource):
+    TOKEN = "gcp:monitoring/alertPolicy:AlertPolicy"
+    OUTPUTS = ("name", "creationRecords")
+
+    @property
+    def policy_name(self) -> pulumi.Output[str]:
+        """``projects/<p>/alertPolicies/<id>``."""
+        return self.output("name")

@@ -30,6 +30,7 @@ API_OF_TYPE: Mapping[str, str] = {
     "gcp:projects/iAMMember": "cloudresourcemanager.googleapis.com",
     "gcp:storage/": "storage.googleapis.com",
     "gcp:artifactregistry/": "artifactregistry.googleapis.com",
+    "gcp:monitoring/": "monitoring.googleapis.com",
 }
 
 

@@ -57,6 +57,7 @@ from raytpu.components.k8s_objects import (
     VolumeMount,
     pod_security_labels,
 )
+from raytpu.components.monitoring import PodMonitoring, ray_pod_monitoring_spec
 from raytpu.components.ray_resources import (
     AuthMode,
     AuthOptionsArgs,
@@ -89,6 +90,7 @@ HEAD_PORTS: tuple[tuple[str, int], ...] = (
 WORKER_PORTS: tuple[tuple[str, int], ...] = (
     ("metrics", versions.Ports.RAY_METRICS),
     ("megascale", versions.Ports.MEGASCALE),  # multislice coordinator (TPU webhook default)
+    ("tpu-metrics", versions.Ports.TPU_RUNTIME_METRICS),  # GKE reads TPU duty cycle/HBM here
 )
 
 MAX_NAME = 63  # DNS label: service names, host names, label values
@@ -151,6 +153,9 @@ class TpuRayClusterArgs:
     """Ray containers get a read-only root filesystem; Ray's writable paths
     (:data:`WRITABLE_PATHS`, ``/dev/shm``) are emptyDir volumes. Turn it off for an image or
     runtime environment that writes elsewhere."""
+    pod_monitoring: bool = False
+    """Declare a GMP PodMonitoring scraping Ray's metrics port on the head and workers
+    (needs managed Prometheus on the cluster, which installs its CRD)."""
 
     @property
     def autoscaling_enabled(self) -> bool:
@@ -449,6 +454,19 @@ class TpuRayCluster(pulumi.ComponentResource):
             spec=spec,
             opts=ray_opts,
         )
+
+        self.pod_monitoring: PodMonitoring | None = None
+        if args.pod_monitoring:
+            self.pod_monitoring = PodMonitoring(
+                f"{name}-podmonitoring",
+                metadata={"name": f"{args.cluster_name}-ray", "namespace": ns_name,
+                          "labels": labels},
+                spec=ray_pod_monitoring_spec(
+                    args.cluster_name, port=next(n for n, p in HEAD_PORTS
+                                                 if p == versions.Ports.RAY_METRICS)),
+                opts=pulumi.ResourceOptions(parent=self,
+                                            depends_on=[*inherited, self.service_account]),
+            )
 
         self.dashboard_lb = None
         if args.dashboard_internal_lb:

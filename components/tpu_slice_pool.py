@@ -25,7 +25,7 @@ from typing import Any
 import pulumi
 from raytpu.catalog import GENERATIONS, SliceShape
 from raytpu.components.gcp_resources import CLOUD_PLATFORM_SCOPE, ContainerNodePool
-from raytpu.names import DNS_LABEL, ZONE
+from raytpu.names import DNS_LABEL, LABEL_KEY, LABEL_VALUE, ZONE
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 # 1 TPU pod per node plus kube-system daemons; keeps Pod IP use small (xpk and the
@@ -88,6 +88,9 @@ class TpuSlicePoolArgs:
     """Extra Kubernetes node labels. GKE already sets the accelerator/topology labels."""
     max_pods_per_node: int = TPU_MAX_PODS_PER_NODE
     """Pod IPs reserved per node."""
+    resource_labels: Mapping[str, str] = field(default_factory=dict)
+    """GCE labels on the pools' VMs, for cost allocation in the billing export (stack,
+    slice group, team)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.shape, SliceShape):
@@ -143,6 +146,12 @@ class TpuSlicePoolArgs:
         for tag in self.node_tags:
             if not DNS_LABEL.match(tag) or len(tag) > 63:
                 raise ValueError(f"TpuSlicePoolArgs.node_tags: {tag!r} is not a valid network tag")
+        for key, value in self.resource_labels.items():
+            if not LABEL_KEY.match(key) or not LABEL_VALUE.match(value):
+                raise ValueError(
+                    f"TpuSlicePoolArgs.resource_labels: {key!r}: {value!r} is not a GCE label "
+                    "(lowercase letters, digits, '_', '-'; at most 63; keys start with a letter)"
+                )
 
     @property
     def elastic(self) -> bool:
@@ -221,6 +230,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             "labels": dict(args.labels) or None,
             "gvnic": {"enabled": True},
             "workloadMetadataConfig": {"mode": "GKE_METADATA"},
+            "resourceLabels": dict(args.resource_labels) or None,
         }
         # Auto-upgrade cannot be turned off on a release-channel cluster; an upgrade of a
         # multi-host pool recreates the whole slice, so schedule them with maintenance

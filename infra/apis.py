@@ -26,7 +26,8 @@ STACK_APIS: dict[str, str] = {
     "storage.googleapis.com": "the checkpoint bucket",
     "artifactregistry.googleapis.com": "the trainer image repository",
     "logging.googleapis.com": "GKE system and workload logs (the cluster's default)",
-    "monitoring.googleapis.com": "GKE system metrics (the cluster's default)",
+    "monitoring.googleapis.com": "GKE system metrics, managed Prometheus, the fleet dashboard "
+                                 "and slice alert policy",
 }
 
 

@@ -8,6 +8,8 @@ Stable contract (documented in README.md):
 * ``raytpu catalog [GENERATION]``            the TPU shapes this package knows
 * ``raytpu train --local --tpu v4-16 ...``   the trainer on a simulated slice (CPU)
 * ``raytpu submit --stack NAME ...``         the trainer on the stack's RayCluster
+* ``raytpu cost --stack NAME [--json]``      the fleet's price, hourly and monthly
+* ``raytpu status --stack NAME [--json]``    live slices, Ray pods and queues (Kubernetes API)
 
 Exit codes: 0 success, 2 bad input (config or flags; one line per problem on stderr),
 3 a mandatory policy violation (``plan``), 1 anything else. Heavy imports (pulumi, torch,
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from raytpu.cost import cost_command
+from raytpu.status import status_command
 from raytpu.workloads.commands import register as register_workload_commands
 
 app = typer.Typer(
@@ -142,6 +146,8 @@ def catalog(
 
 
 register_workload_commands(app)
+app.command("cost")(cost_command)
+app.command("status")(status_command)
 
 
 def main() -> None:

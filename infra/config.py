@@ -234,6 +234,41 @@ class ProjectConfig(_Model):
     projects whose APIs are managed elsewhere."""
 
 
+class PriceOverride(_Model):
+    """Negotiated prices of one TPU generation, USD per chip-hour (``raytpu:cost.prices``)."""
+
+    on_demand: float | None = Field(None, ge=0)
+    spot: float | None = Field(None, ge=0)
+    reservation: float | None = Field(None, ge=0)
+
+
+class CostConfig(_Model):
+    """``raytpu:cost``: prices that replace the list prices of :mod:`raytpu.prices`."""
+
+    prices: dict[str, PriceOverride] = {}
+    """Per TPU generation (v4, v5e, v5p, v6e)."""
+    machines: dict[str, float] = {}
+    """USD per VM-hour of CPU machine types (the system pool), e.g. ``n2-standard-8: 0.35``."""
+
+
+class MonitoringConfig(_Model):
+    """``raytpu:monitoring``: the Cloud Monitoring dashboard and the slice alert."""
+
+    enabled: bool = True
+    alert_after: str = "10m"
+    """How long a slice group may have fewer available slices than it should before the
+    alert fires: ``<n>s``, ``<n>m`` or ``<n>h``, a whole number of minutes."""
+    notification_channels: list[str] = []
+    """``projects/<p>/notificationChannels/<id>`` of the channels the alert notifies."""
+
+    @property
+    def alert_after_seconds(self) -> int:
+        m = re.fullmatch(r"(\d+)([smh])", self.alert_after)
+        if not m:
+            raise ValueError(self.alert_after)
+        return int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
 class StackConfig(_Model):
     """The whole validated stack: what the program and the CLI work from."""
 
@@ -250,6 +285,8 @@ class StackConfig(_Model):
     project_settings: ProjectConfig = Field(ProjectConfig(), alias="raytpu:project")
     teams: list[TeamConfig] = Field([], alias="raytpu:teams")
     """Teams sharing the fleet through Kueue; empty: one RayCluster, no queueing."""
+    cost: CostConfig = Field(CostConfig(), alias="raytpu:cost")
+    monitoring: MonitoringConfig = Field(MonitoringConfig(), alias="raytpu:monitoring")
 
     # Keys of other namespaces that a stack file may carry and we ignore (providers').
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
@@ -507,6 +544,37 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
     return problems
 
 
+_CHANNEL = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
+
+
+def _monitoring_cost_problems(cfg: StackConfig) -> list[str]:
+    """``raytpu:monitoring`` and ``raytpu:cost`` values no field type can check."""
+    problems: list[str] = []
+    m = cfg.monitoring
+    try:
+        seconds = m.alert_after_seconds
+    except ValueError:
+        problems.append(f"raytpu:monitoring.alertAfter: {m.alert_after!r} is not a duration "
+                        "like 10m, 600s or 1h")
+    else:
+        # Cloud Monitoring: "only values that are a multiple of a minute" (conditions).
+        if seconds % 60 or seconds == 0:
+            problems.append(f"raytpu:monitoring.alertAfter: {m.alert_after!r} must be a whole, "
+                            "non-zero number of minutes (Cloud Monitoring's rule)")
+    for i, channel in enumerate(m.notification_channels):
+        if not _CHANNEL.match(channel):
+            problems.append(f"raytpu:monitoring.notificationChannels[{i}]: {channel!r} is not "
+                            "projects/<project>/notificationChannels/<id>")
+    for gen in cfg.cost.prices:
+        if gen not in GENERATIONS:
+            problems.append(f"raytpu:cost.prices.{gen}: unknown TPU generation; valid: "
+                            f"{', '.join(GENERATIONS)}")
+    for machine, price in cfg.cost.machines.items():
+        if price < 0:
+            problems.append(f"raytpu:cost.machines.{machine}: {price!r} is negative")
+    return problems
+
+
 def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
     """Validate a stack's flat config map. Raises :class:`ConfigError` listing every problem.
 
@@ -524,7 +592,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
             with contextlib.suppress(ValidationError):  # already reported above
                 problems += _slice_problems(i, SliceConfig.model_validate(item))
         raise ConfigError(problems) from None
-    problems = _semantic_problems(cfg)
+    problems = _semantic_problems(cfg) + _monitoring_cost_problems(cfg)
     if problems:
         raise ConfigError(problems)
     return cfg

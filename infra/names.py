@@ -31,3 +31,9 @@ def cluster_name_problem(name: str) -> str | None:
             f"letter) of at most {CLUSTER_NAME_MAX_LEN} characters"
         )
     return None
+
+
+# GCE labels (cost allocation): keys start with a lowercase letter; keys and values are at
+# most 63 lowercase letters, digits, '_' or '-' (cloud.google.com/compute/docs/labeling-resources).
+LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")

@@ -22,6 +22,7 @@ from typing import Any
 from pulumi.runtime import Mocks
 
 from .config import ConfigError, StackConfig, parse_stack_config
+from .cost import cost_of, summary_line
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
 from .stack_file import default_stacks_dir as default_stacks_dir
@@ -90,6 +91,7 @@ class PlanResult:
             "resources": [r.to_dict() for r in self.resources],
             "outputs": self.outputs,
             "warnings": self.warnings,
+            "cost": cost_of(self.config),
         }
 
     def to_json(self) -> str:
@@ -346,6 +348,7 @@ def render_plan(result: PlanResult) -> None:
                        str(shape.chips), str(shape.chips_per_vm), shape.machine_type, count,
                        cfg.zone, "yes" if s.spot else "no")
     console.print(slices)
+    console.print(summary_line(cost_of(cfg)))
     for extra in _extra_tables(result):
         console.print(extra)
     for w in result.warnings:

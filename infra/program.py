@@ -37,6 +37,7 @@ from . import versions
 from .apis import after_apis, declare_project_services
 from .args_keys import stack_key_message
 from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stack_config
+from .monitoring_program import build_monitoring, monitoring_args
 from .ray_program import build_ray, ray_problems
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class Infra:
     """Trainer image reference (``raytpu:ray.image`` or this stack's registry)."""
     system_pool_name: str
     """GKE name of the CPU pool the Ray head and operators run on."""
+    api_options: pulumi.ResourceOptions | None = None
+    """For later gcp: components: each resource waits for its API (``after_apis``)."""
 
     @property
     def node_pools(self) -> list[ContainerNodePool]:
@@ -116,6 +119,14 @@ class Infra:
 
 def _labels(cfg: StackConfig) -> dict[str, str]:
     return {"app": "raytpu", "stack": re.sub(r"[^a-z0-9_-]", "-", cfg.stack.lower())[:63]}
+
+
+def cost_labels(cfg: StackConfig, s: SliceConfig) -> dict[str, str]:
+    """GCE labels of a slice group's VMs: the stack's, the group, and the team when exactly
+    one team has quota on the group (a shared group is split by GKE cost allocation)."""
+    teams = [t.name for t in cfg.teams if s.name in t.quota]
+    return {**_labels(cfg), "slice-group": s.name, **({"team": teams[0]} if len(teams) == 1
+                                                      else {})}
 
 
 def _account_id(base: str, suffix: str) -> str:
@@ -209,6 +220,7 @@ def _stack_args(cfg: StackConfig) -> tuple[
             spot=s.spot,
             reservation=s.reservation,
             node_tags=(node_tag, tpu_tag),
+            resource_labels=cost_labels(cfg, s),
         )
 
     pools = [make(f"raytpu:slices[{i}]", partial(pool, s)) for i, s in enumerate(cfg.slices)]
@@ -277,6 +289,7 @@ def build_infra(cfg: StackConfig) -> Infra:
         registry_url=registry.url,
         image=cfg.image,
         system_pool_name="system",
+        api_options=opts,
     )
 
 
@@ -321,6 +334,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     problems = ray_problems(cfg)
     if problems:
         raise ConfigError(problems)
+    monitoring_args(cfg, _labels(cfg))  # raises ConfigError before anything is declared
     infra = build_infra(cfg)
     outputs = infra_outputs(cfg, infra)
     outputs |= build_ray(
@@ -332,6 +346,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )
+    outputs |= build_monitoring(cfg, _labels(cfg), infra.api_options)
     return outputs
 
 

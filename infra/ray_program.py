@@ -98,6 +98,7 @@ def cluster_args(
         auth=r.auth,
         access_cidrs=tuple(cfg.network.ray_access_cidrs),
         create_namespace=create_namespace,
+        pod_monitoring=cfg.monitoring.enabled,
     )
 
 

@@ -125,6 +125,10 @@ class Ports:
     RAY_METRICS = 8080
     RAY_SERVE = 8000
     MEGASCALE = 8081  # multislice coordinator (8080 is Ray's metrics port)
+    # libtpu runtime metrics: GKE collects kubernetes.io/container/accelerator/{duty_cycle,
+    # memory_used,memory_total} only from TPU containers that declare this port (GKE TPU
+    # observability docs: "containerPort: 8431 # Port to export TPU runtime metrics").
+    TPU_RUNTIME_METRICS = 8431
     TPU_WEBHOOK = 443
     CERT_MANAGER_WEBHOOK = 10250
     # Admission webhooks the control plane must reach on nodes, beyond the 443/10250

@@ -186,6 +186,7 @@ class RayHooks:
             ray.train.report(
                 metrics, checkpoint=Checkpoint.from_directory(d), checkpoint_dir_name=name
             )
+        self._pending.append(self._sink.checkpointed.remote(step))  # the saving rank only
 
     def publish(self, records: list[dict[str, Any]]) -> None:
         # Batched: one RPC per PUBLISH_S rather than per step (the sink and the driver
@@ -292,7 +293,8 @@ def launch(
     sink: Any = (
         ray.remote(num_cpus=0)(MetricsSink)
         .options(scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False))
-        .remote(before["attempts"], before["max_step"])
+        .remote(before["attempts"], before["max_step"],
+                export_tags={"run": opts.run_name, "tpu": shape.accelerator_type})
     )
     own_writer = writer is None
     writer = writer or MetricsWriter(

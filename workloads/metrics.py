@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, Protocol
 
 from raytpu.catalog import SliceShape
 
@@ -23,6 +23,94 @@ from .config import ModelConfig
 from .flops import train_flops_per_token
 
 REQUIRED_FIELDS = ("step", "loss", "tokens_per_s", "step_time_s", "mfu", "attempt", "retrained")
+
+
+# -- the trainer's metrics as Ray exports them (scraped through GMP) ---------------------
+
+
+@dataclass(frozen=True)
+class RayMetric:
+    """One metric the trainer publishes through ``ray.util.metrics``."""
+
+    name: str
+    """The name given to ``ray.util.metrics``."""
+    kind: Literal["gauge", "counter"]
+    description: str
+    record_field: str | None = None
+    """The step-record field it carries (None: set by its own event)."""
+
+    @property
+    def prometheus_name(self) -> str:
+        """The name on the node's metrics port: Ray's recorder prefixes its namespace
+        ``ray_`` (``ray/_private/telemetry/open_telemetry_metric_recorder.py``,
+        ``NAMESPACE = "ray"``; unit "1" adds no suffix) and a Prometheus counter is exposed
+        with ``_total`` (``ray.util.metrics.Counter`` docstring, Ray >= 2.10)."""
+        return f"ray_{self.name}" + ("_total" if self.kind == "counter" else "")
+
+    @property
+    def gmp_type(self) -> str:
+        """The Cloud Monitoring metric type GMP stores it as."""
+        return f"prometheus.googleapis.com/{self.prometheus_name}/{self.kind}"
+
+
+TAG_KEYS = ("run", "tpu")
+TOKENS_PER_S = RayMetric("raytpu_train_tokens_per_second", "gauge",
+                         "Training throughput of the whole run (all slices)", "tokens_per_s")
+STEP_TIME = RayMetric("raytpu_train_step_time_seconds", "gauge", "Time of the last step",
+                      "step_time_s")
+MFU = RayMetric("raytpu_train_mfu", "gauge",
+                "Model FLOPs utilization against the slices' peak bf16 (raytpu.catalog)", "mfu")
+STEP = RayMetric("raytpu_train_step", "gauge", "Last step done", "step")
+CHECKPOINT_STEP = RayMetric("raytpu_train_checkpoint_step", "gauge",
+                            "Step of the last checkpoint saved")
+RESTARTS = RayMetric("raytpu_train_restarts", "counter",
+                     "Worker-group restarts (attempts after the first) of this run")
+TRAINER_METRICS = (TOKENS_PER_S, STEP_TIME, MFU, STEP, CHECKPOINT_STEP, RESTARTS)
+
+
+class Exporter(Protocol):
+    """Where the sink forwards what it learns (Ray's metrics, or nothing)."""
+
+    def steps(self, records: list[dict[str, Any]]) -> None: ...
+    def checkpoint(self, step: int) -> None: ...
+    def restart(self) -> None: ...
+
+
+class RayMetricsExporter:
+    """The trainer's metrics as ``ray.util.metrics`` Gauges and a Counter.
+
+    Runs in the process that holds the :class:`MetricsSink` (an actor on the driver's
+    node); Ray serves the values on that node's metrics port (8080 under KubeRay), which
+    the stack's PodMonitoring scrapes. ``metrics`` is the ``ray.util.metrics`` module (a
+    stand-in in tests).
+    """
+
+    def __init__(self, tags: dict[str, str], metrics: Any = None) -> None:
+        if metrics is None:
+            import ray.util.metrics as metrics
+        missing = set(TAG_KEYS) - set(tags)
+        if missing:
+            raise ValueError(f"RayMetricsExporter: tags {sorted(missing)} are required")
+        self._metrics: dict[str, Any] = {}
+        for spec in TRAINER_METRICS:
+            cls = metrics.Gauge if spec.kind == "gauge" else metrics.Counter
+            metric = cls(spec.name, description=spec.description, tag_keys=TAG_KEYS)
+            metric.set_default_tags({k: str(tags[k]) for k in TAG_KEYS})
+            self._metrics[spec.name] = metric
+
+    def steps(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        last = max(records, key=lambda r: r["step"])  # gauges hold the latest value
+        for spec in TRAINER_METRICS:
+            if spec.record_field is not None:
+                self._metrics[spec.name].set(float(last[spec.record_field]))
+
+    def checkpoint(self, step: int) -> None:
+        self._metrics[CHECKPOINT_STEP.name].set(float(step))
+
+    def restart(self) -> None:
+        self._metrics[RESTARTS.name].inc(1.0)
 
 
 @dataclass(frozen=True)
@@ -82,7 +170,19 @@ class MetricsSink:
     same checkpoint folder (see :class:`ProgressFile`), so a resumed run keeps counting.
     """
 
-    def __init__(self, attempts_before: int = 0, max_step_before: int = 0) -> None:
+    def __init__(
+        self,
+        attempts_before: int = 0,
+        max_step_before: int = 0,
+        *,
+        export_tags: dict[str, str] | None = None,
+        exporter: Exporter | None = None,
+    ) -> None:
+        """``export_tags``: publish through Ray's metrics API with these tags (the sink is
+        a Ray actor then); ``exporter``: any other :class:`Exporter`."""
+        if exporter is None and export_tags is not None:
+            exporter = RayMetricsExporter(export_tags)
+        self._exporter = exporter
         self._lock = threading.Lock()
         self._first_attempt = attempts_before + 1
         self._attempt = attempts_before
@@ -94,7 +194,10 @@ class MetricsSink:
         """A new worker group started: its attempt number and whether it is this run's first."""
         with self._lock:
             self._attempt += 1
-            return self._attempt, self._attempt == self._first_attempt
+            attempt, first = self._attempt, self._attempt == self._first_attempt
+        if not first and self._exporter is not None:
+            self._exporter.restart()
+        return attempt, first
 
     def push(self, records: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -102,6 +205,13 @@ class MetricsSink:
                 rec["retrained"] = rec["step"] <= self._max_step
                 self._max_step = max(self._max_step, rec["step"])
                 self._pending.append(rec)
+        if self._exporter is not None:
+            self._exporter.steps(records)
+
+    def checkpointed(self, step: int) -> None:
+        """A checkpoint of ``step`` was reported."""
+        if self._exporter is not None:
+            self._exporter.checkpoint(step)
 
     def event(self, event: dict[str, Any]) -> None:
         """Something the driver should act on that is not a step (e.g. hosts holding)."""

@@ -97,6 +97,11 @@ CASES: dict[str, Case] = {
                 dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
                     allow_external_traffic=True)),
             deletion_protection=True,
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS", "POD"],
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
+                    enabled=True)),
+            cost_management_config=gcp.container.ClusterCostManagementConfigArgs(enabled=True),
             opts=pulumi.ResourceOptions(ignore_changes=["nodeConfig"])),
         lambda n: thin.ContainerCluster(n, {
             "name": "c", "project": PROJECT, "location": ZONE, "networkingMode": "VPC_NATIVE",
@@ -114,6 +119,9 @@ CASES: dict[str, Case] = {
             "controlPlaneEndpointsConfig": {"dnsEndpointConfig": {"allowExternalTraffic": True}},
             "deletionProtection": True,
             "resourceLabels": None,
+            "monitoringConfig": {"enableComponents": ["SYSTEM_COMPONENTS", "POD"],
+                                 "managedPrometheus": {"enabled": True}},
+            "costManagementConfig": {"enabled": True},
         }, pulumi.ResourceOptions(ignore_changes=["nodeConfig"])),
     ),
     "node-pool": (
@@ -223,6 +231,32 @@ CASES: dict[str, Case] = {
         lambda n: thin.ArtifactRegistryRepositoryIamMember(n, {
             "project": PROJECT, "location": REGION, "repository": "raytpu",
             "role": "roles/artifactregistry.reader", "member": "serviceAccount:x"}),
+    ),
+    "dashboard": (
+        lambda n: gcp.monitoring.Dashboard(n, project=PROJECT,
+                                           dashboard_json='{"displayName": "d"}'),
+        lambda n: thin.MonitoringDashboard(n, {"project": PROJECT,
+                                               "dashboardJson": '{"displayName": "d"}'}),
+    ),
+    "alert-policy": (
+        lambda n: gcp.monitoring.AlertPolicy(
+            n, project=PROJECT, display_name="a", combiner="OR", severity="ERROR",
+            conditions=[gcp.monitoring.AlertPolicyConditionArgs(
+                display_name="c",
+                condition_prometheus_query_language=(
+                    gcp.monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
+                        query="vector(0) < 1", duration="600s", evaluation_interval="60s")))],
+            notification_channels=["projects/p/notificationChannels/1"],
+            documentation=gcp.monitoring.AlertPolicyDocumentationArgs(
+                mime_type="text/markdown", content="x"),
+            user_labels={"stack": "s"}),
+        lambda n: thin.MonitoringAlertPolicy(n, {
+            "project": PROJECT, "displayName": "a", "combiner": "OR", "severity": "ERROR",
+            "conditions": [{"displayName": "c", "conditionPrometheusQueryLanguage": {
+                "query": "vector(0) < 1", "duration": "600s", "evaluationInterval": "60s"}}],
+            "notificationChannels": ["projects/p/notificationChannels/1"],
+            "documentation": {"mimeType": "text/markdown", "content": "x"},
+            "userLabels": {"stack": "s"}}),
     ),
 }
 

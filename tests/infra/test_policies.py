@@ -47,9 +47,10 @@ STACKS = ("dev", "staging", "prod")
 # Rules today's shipped stacks break, each fixed by another helper's work in flight.
 PENDING = {
     "ray-images-by-digest": "images pinned by digest (helper 10a)",
-    "tpu-pool-cost-labels": "cost labels on every node pool (helper 12)",
 }
 DIGEST = "@sha256:" + "0" * 64
+# The shipped pools carry the default cost labels; requiring one they lack makes a probe.
+MISSING_LABEL: dict[str, Any] = {"tpu-pool-cost-labels": {"requiredLabels": ["owner"]}}
 GSA = "ray-ckpt@acme-ml.iam.gserviceaccount.com"
 NODES_SA = "nodes@acme-ml.iam.gserviceaccount.com"
 
@@ -122,7 +123,7 @@ def test_urns_are_the_engines(stack_plans: dict[str, PlanResult]) -> None:
     component = plan.get("raytpu:tpu:TpuSlicePool", "v4-16")
     assert component.urn == "urn:pulumi:staging::raytpu::raytpu:tpu:TpuSlicePool::v4-16"
     assert pool.parent_urn == component.urn
-    (v,) = hits(plan, "tpu-pool-cost-labels")
+    (v,) = hits(plan, "tpu-pool-cost-labels", MISSING_LABEL)
     assert v.urn == pool.urn
     nested = resource_urn("s", "p", "c:d:E", "e", pool.urn)
     assert nested == ("urn:pulumi:s::p::raytpu:tpu:TpuSlicePool$gcp:container/nodePool:"
@@ -369,9 +370,10 @@ def test_tpu_pool_without_cost_labels_caught() -> None:
 
 
 def test_enforcement_level_from_config(stack_plans: dict[str, PlanResult]) -> None:
-    config = {"tpu-pool-cost-labels": {"enforcementLevel": "mandatory"}}
+    props = MISSING_LABEL["tpu-pool-cost-labels"]
+    config = {"tpu-pool-cost-labels": {**props, "enforcementLevel": "mandatory"}}
     assert mandatory(evaluate(stack_plans["dev"], config))
-    config = {"tpu-pool-cost-labels": {"enforcementLevel": "disabled"}}
+    config = {"tpu-pool-cost-labels": {**props, "enforcementLevel": "disabled"}}
     assert not hits(stack_plans["dev"], "tpu-pool-cost-labels", config)
 
 
@@ -383,8 +385,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_plan_json_lists_policy_results() -> None:
-    proc = _cli("plan", "--stack", "staging", "--json")
+def test_plan_json_lists_policy_results(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.json"
+    probe.write_text(json.dumps(MISSING_LABEL))
+    proc = _cli("plan", "--stack", "staging", "--json", "--policy-config", str(probe))
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["policies"]
     assert rows and all(set(r) == {"policy", "level", "urn", "message"} for r in rows)

@@ -74,7 +74,7 @@ def test_worker_pod_shape(sample_plans: dict[str, PlanResult]) -> None:
                               "limits": {"memory": "325G", "google.com/tpu": "4"}}
     assert w["rayStartParams"] == {"num-cpus": "192"}
     assert {(p["name"], p["containerPort"]) for p in c["ports"]} == {
-        ("metrics", 8080), ("megascale", 8081)}
+        ("metrics", 8080), ("megascale", 8081), ("tpu-metrics", 8431)}
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env == {"RAYTPU_CHECKPOINT_URI": "gs://acme-ml-dev-raytpu/runs",
                    "TPU_ACCELERATOR_TYPE": "v4-16", "TPU_TOPOLOGY": "2x2x2"}

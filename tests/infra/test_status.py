@@ -1,0 +1,337 @@
+"""`raytpu status` on Kubernetes objects shaped as the API returns them.
+
+Nodes and pods are built from the plan's own node pools and RayCluster manifest (labels
+GKE and KubeRay add, status blocks) and deserialized by the official client's
+``ApiClient().deserialize`` into ``V1NodeList`` / ``V1PodList``; the ClusterQueue is
+checked against the Kueue v1beta2 CRD (``../shared/ref/kueue``) before use. One slice is
+partly failed: a NotReady node and a Pending pod.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from infra_support import NODE_POOL, REPO, raw_config
+from raytpu.config import StackConfig
+from raytpu.manifests import to_manifest
+from raytpu.plan import PlanResult, run_program
+from raytpu.status import NODEPOOL_LABEL, StatusError, fleet_status
+
+kubernetes = pytest.importorskip("kubernetes")
+
+RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
+SLICES = [
+    {"name": "pod16", "tpu": "v5litepod-16", "count": 2},           # 2 slices x 4 hosts
+    {"name": "single", "tpu": "v5litepod-4"},                      # 1 single-host slice
+]
+TEAMS = [{"name": "team-a", "members": ["group:a@example.com"], "quota": {"pod16": 1}}]
+BROKEN_POOL, BROKEN_REPLICA = "pod16-1", "1"
+
+
+def _deserialize(kind: str, items: list[dict[str, Any]]) -> list[Any]:
+    doc = {"apiVersion": "v1", "kind": f"{kind}List", "metadata": {"resourceVersion": "42"},
+           "items": items}
+    result = kubernetes.client.ApiClient().deserialize(json.dumps(doc), f"V1{kind}List",
+                                                       "application/json")
+    assert type(result).__name__ == f"V1{kind}List"
+    return list(result.items)
+
+
+def _nodes(plan: PlanResult, cfg: StackConfig) -> list[dict[str, Any]]:
+    """The nodes GKE would run for the plan's TPU pools; one of BROKEN_POOL is NotReady."""
+    selectors = {p: s.shape.node_selector for s in cfg.slices
+                 for p in ([f"{s.name}-{i}" for i in range(s.max_slices)]
+                           if s.shape.multi_host else [s.name])}
+    out = []
+    for pool in plan.by_type(NODE_POOL):
+        name = pool.inputs["name"]
+        if name not in selectors:
+            continue
+        count = pool.inputs.get("nodeCount", pool.inputs.get("initialNodeCount", 0))
+        for i in range(count):
+            ready = not (name == BROKEN_POOL and i == count - 1)
+            out.append({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": f"gke-raytpu-test-{name}-{i:04d}",
+                             "labels": {NODEPOOL_LABEL: name, **selectors[name],
+                                        "kubernetes.io/os": "linux"}},
+                "spec": {"taints": [{"key": "google.com/tpu", "value": "present",
+                                     "effect": "NoSchedule"}]},
+                "status": {"conditions": [{
+                    "type": "Ready", "status": "True" if ready else "False",
+                    "reason": "KubeletReady" if ready else "KubeletNotReady",
+                    "lastHeartbeatTime": "2026-12-03T08:00:00Z",
+                    "lastTransitionTime": "2026-12-03T07:00:00Z"}]},
+            })
+    return out
+
+
+def _pods(rc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pods KubeRay makes from the RayCluster manifest: its labels, the templates' spec;
+    the last host of BROKEN_REPLICA in pod16 stays Pending."""
+    cluster, ns = rc["metadata"]["name"], rc["metadata"]["namespace"]
+
+    def pod(name: str, template: dict[str, Any], labels: dict[str, str],
+            phase: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {**(template["metadata"].get("labels") or {}),
+                                    "app.kubernetes.io/name": "kuberay",
+                                    "app.kubernetes.io/created-by": "kuberay-operator",
+                                    "ray.io/cluster": cluster, "ray.io/is-ray-node": "yes",
+                                    **labels}},
+            "spec": copy.deepcopy(template["spec"]),
+            "status": {"phase": phase, "startTime": "2026-12-03T07:05:00Z"},
+        }
+
+    spec = rc["spec"]
+    out = [pod(f"{cluster}-head-abcde", spec["headGroupSpec"]["template"],
+               {"ray.io/node-type": "head", "ray.io/group": "headgroup"}, "Running")]
+    for w in spec["workerGroupSpecs"]:
+        hosts = w.get("numOfHosts", 1)
+        for r in range(w["replicas"]):
+            for h in range(hosts):
+                broken = (w["groupName"], str(r), h) == ("pod16", BROKEN_REPLICA, hosts - 1)
+                out.append(pod(
+                    f"{cluster}-{w['groupName']}-worker-{r}{h}xyz", w["template"],
+                    {"ray.io/node-type": "worker", "ray.io/group": w["groupName"],
+                     "ray.io/worker-group-replica-index": str(r),
+                     "ray.io/replica-host-index": str(h)},
+                    "Pending" if broken else "Running"))
+    return out
+
+
+def _cluster_queue() -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": "team-a"},
+        "spec": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-a"}},
+                 "resourceGroups": [{"coveredResources": ["google.com/tpu"], "flavors": [{
+                     "name": "pod16", "resources": [{"name": "google.com/tpu",
+                                                     "nominalQuota": 16}]}]}]},
+        "status": {"admittedWorkloads": 1, "pendingWorkloads": 1, "reservingWorkloads": 1,
+                   "flavorsUsage": [{"name": "pod16", "resources": [
+                       {"name": "google.com/tpu", "total": "16", "borrowed": "0"}]}]},
+    }
+
+
+def _workloads() -> list[dict[str, Any]]:
+    def w(name: str, **conds: str) -> dict[str, Any]:
+        return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": name, "namespace": "team-a"},
+                "status": {"conditions": [{"type": t, "status": s} for t, s in conds.items()]}}
+    return [w("running", QuotaReserved="True", Admitted="True"),
+            w("waiting", QuotaReserved="False"),
+            w("done", Admitted="True", Finished="True")]
+
+
+class FakeReader:
+    def __init__(self, nodes: list[Any], pods: list[Any], rc: dict[str, Any] | None) -> None:
+        self._nodes, self._pods, self._rc = nodes, pods, rc
+
+    def nodes(self) -> list[Any]:
+        return self._nodes
+
+    def ray_pods(self, namespace: str, cluster: str) -> list[Any]:
+        return [p for p in self._pods if p.metadata.namespace == namespace
+                and p.metadata.labels.get("ray.io/cluster") == cluster]
+
+    def ray_cluster(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._rc
+
+    def workloads(self, namespace: str) -> list[dict[str, Any]]:
+        return _workloads() if namespace == "team-a" else []
+
+    def cluster_queues(self) -> list[dict[str, Any]]:
+        other = {**_cluster_queue(), "metadata": {"name": "team-b-queue"}}
+        other["spec"] = {**other["spec"], "namespaceSelector": {
+            "matchLabels": {"kubernetes.io/metadata.name": "team-b"}}}
+        return [other, _cluster_queue()]
+
+
+def _kueue_crd_validator() -> jsonschema.Draft202012Validator:
+    folder = Path(os.environ.get("RAYTPU_KUEUE_CRDS") or REPO / ".." / "shared" / "ref" / "kueue")
+    path = folder / "kueue.x-k8s.io_clusterqueues.yaml"
+    if not path.is_file():
+        message = (f"Kueue CRD {path} missing: set RAYTPU_KUEUE_CRDS to a folder with the "
+                   "v0.19.2 CRDs (kubernetes-sigs/kueue config/components/crd/bases)")
+        if os.environ.get("RAYTPU_REQUIRE_CRDS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    crd = yaml.safe_load(path.read_text())
+    (v,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
+    return jsonschema.Draft202012Validator(v["schema"]["openAPIV3Schema"])
+
+
+@pytest.fixture(scope="module")
+def world() -> tuple[StackConfig, FakeReader]:
+    plan = run_program("test", raw_config(raytpu_slices=SLICES, raytpu_teams=TEAMS))
+    (rc_res,) = plan.by_type(RAYCLUSTER)
+    rc = to_manifest(rc_res)
+    ready = sum(1 for p in _pods(rc) if p["status"]["phase"] == "Running") - 1
+    rc["status"] = {"state": "ready", "readyWorkerReplicas": ready,
+                    "desiredWorkerReplicas": 9, "conditions": [
+                        {"type": "RayClusterProvisioned", "status": "False",
+                         "reason": "RayClusterPodsProvisioning", "message": "",
+                         "lastTransitionTime": "2026-12-03T07:05:00Z"},
+                        {"type": "HeadPodReady", "status": "True",
+                         "reason": "HeadPodRunningAndReady", "message": "",
+                         "lastTransitionTime": "2026-12-03T07:06:00Z"}]}
+    nodes = _deserialize("Node", _nodes(plan, plan.config))
+    pods = _deserialize("Pod", _pods(rc))
+    return plan.config, FakeReader(nodes, pods, rc)
+
+
+def test_cluster_queue_fixture_is_what_kueue_serves() -> None:
+    errors = list(_kueue_crd_validator().iter_errors(_cluster_queue()))
+    assert errors == []
+
+
+def test_partly_failed_slice_is_degraded_and_located(world: Any) -> None:
+    cfg, reader = world
+    view = fleet_status(cfg, reader)
+    groups = {g["name"]: g for g in view["groups"]}
+    pod16 = groups["pod16"]
+    assert [(p["name"], p["ready"], p["nodes"], p["expected"]) for p in pod16["node_pools"]] == [
+        ("pod16-0", 4, 4, 4), ("pod16-1", 3, 4, 4)]
+    assert pod16["slices"] == {"expected": 2, "max": 2, "nodes_ready": 1, "ray_running": 1}
+    assert [(r["replica"], r["running"], r["pods"]) for r in pod16["ray_slices"]] == [
+        ("0", 4, 4), ("1", 3, 4)]
+    assert pod16["healthy"] is False
+    single = groups["single"]
+    assert single["node_pools"] == [{"name": "single", "nodes": 1, "ready": 1, "expected": 1}]
+    assert single["healthy"] is True
+    assert view["healthy"] is False
+    rc = view["ray_cluster"]
+    assert (rc["state"], rc["ready_workers"], rc["desired_workers"]) == ("ready", 8, 9)
+    assert rc["conditions"]["RayClusterProvisioned"] == "False"
+
+
+def test_team_workloads_and_quota(world: Any) -> None:
+    cfg, reader = world
+    (team,) = fleet_status(cfg, reader)["teams"]
+    assert team["workloads"] == {"admitted": 1, "pending": 1}  # the finished one is gone
+    assert team["cluster_queue"]["tpu_chips"] == {"used": 16, "nominal": 16}
+
+
+def test_cluster_queue_found_by_name_or_namespace_selector() -> None:
+    from raytpu.config import TeamConfig
+    from raytpu.status import queue_of
+
+    def team(name: str) -> TeamConfig:
+        return TeamConfig(name=name, members=["user:x@example.com"], quota={"pod16": 1})
+
+    queues = FakeReader([], [], None).cluster_queues()
+    assert queue_of(team("team-a"), queues)["metadata"]["name"] == "team-a"  # type: ignore[index]
+    assert queue_of(team("team-b"), queues)["metadata"]["name"] == "team-b-queue"  # type: ignore[index]
+    assert queue_of(team("team-c"), queues) is None
+
+
+def test_missing_raycluster_is_unhealthy(world: Any) -> None:
+    cfg, reader = world
+    view = fleet_status(cfg, FakeReader(reader._nodes, reader._pods, None))
+    assert view["ray_cluster"] is None and view["healthy"] is False
+
+
+def test_unreachable_api_is_a_status_error() -> None:
+    from raytpu.status import KubeReader
+
+    conf = kubernetes.client.Configuration()
+    conf.host = "https://127.0.0.1:9"  # discard port: nothing listens
+    conf.retries = 0
+    reader = KubeReader(kubernetes.client.ApiClient(conf))
+    with pytest.raises(StatusError, match="reading nodes"):
+        reader.nodes()
+
+
+def test_cli_without_a_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+        "users": [{"name": "x", "user": {"token": "t"}}],
+    }))
+    proc = subprocess.run(
+        [sys.executable, "-m", "raytpu.cli", "status", "--stack", "dev", "--json",
+         "--kubeconfig", str(kubeconfig)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: cannot read the cluster of stack 'dev' (raytpu-dev)")
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    empty = subprocess.run(
+        [sys.executable, "-m", "raytpu.cli", "status", "--stack", "dev"], cwd=REPO,
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"})
+    assert empty.returncode == 1 and "no usable kubeconfig" in empty.stderr
+    assert "Traceback" not in empty.stderr
+
+
+def test_plan_does_not_import_the_kubernetes_client() -> None:
+    code = ("import sys; from raytpu.cli import app; "
+            "print('kubernetes' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_text_view_names_the_broken_pool_and_slice(world: Any, capsys: Any) -> None:
+    from raytpu.status import render_status
+
+    cfg, reader = world
+    render_status(fleet_status(cfg, reader), "a test")
+    out = capsys.readouterr().out
+    assert "pod16-1 3/4" in out and "#1 3/4" in out and "degraded" in out, out
+    assert "team-a" in out and "16 / 16" in out
+
+
+def test_kubeconfig_comes_from_the_stack_output_when_pulumi_is_there(tmp_path: Path) -> None:
+    kubeconfig = yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "s",
+        "clusters": [{"name": "s", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "contexts": [{"name": "s", "context": {"cluster": "s", "user": "s"}}],
+        "users": [{"name": "s", "user": {"token": "t"}}],
+    })
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "pulumi"
+    # Answers only the exact call raytpu makes; anything else fails.
+    fake.write_text("#!/bin/sh\n"
+                    '[ "$*" = "stack output kubeconfig --show-secrets --stack dev" ] || exit 3\n'
+                    f"cat <<'EOF'\n{kubeconfig}EOF\n")
+    fake.chmod(0o755)
+    proc = subprocess.run(
+        [sys.executable, "-m", "raytpu.cli", "status", "--stack", "dev"], cwd=REPO,
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "KUBECONFIG": str(tmp_path / "none"),
+             "PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 1
+    # The stack's kubeconfig was loaded (no "no usable kubeconfig"): its server is refused.
+    assert "reading nodes" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_raycluster_status_fixture_is_what_kuberay_writes(world: Any) -> None:
+    folder = Path(os.environ.get("RAYTPU_KUBERAY_CRDS") or REPO / ".." / "shared" / "ref" /
+                  "kuberay")
+    path = folder / "ray.io_rayclusters.yaml"
+    if not path.is_file():
+        if os.environ.get("RAYTPU_REQUIRE_CRDS") == "1":
+            pytest.fail(f"KubeRay CRD {path} missing (set RAYTPU_KUBERAY_CRDS)")
+        pytest.skip(f"KubeRay CRD {path} missing (set RAYTPU_KUBERAY_CRDS)")
+    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    status_schema = v1["schema"]["openAPIV3Schema"]["properties"]["status"]
+    _, reader = world
+    rc_status = reader.ray_cluster("ray", "raytpu")["status"]
+    assert set(rc_status) <= set(status_schema["properties"])
+    assert list(jsonschema.Draft202012Validator(status_schema).iter_errors(rc_status)) == []
