@@ -30,6 +30,8 @@ from raytpu.cost import cost_command
 from raytpu.status import status_command
 from raytpu.workloads.commands import register as register_workload_commands
 
+from .cli_options import StackOpt, StacksDirOpt
+
 app = typer.Typer(
     name="raytpu",
     help="Ray on Cloud TPU multi-host slices on GKE: plan, render, train, submit.",
@@ -38,13 +40,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-StackOpt = Annotated[
-    str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")
-]
-StacksDirOpt = Annotated[
-    Path | None,
-    typer.Option("--stacks-dir", help="Folder of Pulumi.<stack>.yaml files (default: ./stacks)"),
-]
 
 
 # `plan` leaves nothing to clean up: main() then skips interpreter teardown, which spends

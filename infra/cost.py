@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from . import prices
+from .cli_options import StackOpt, StacksDirOpt
 
 if TYPE_CHECKING:
     from .config import SliceConfig, StackConfig
@@ -181,16 +181,10 @@ def render_cost(cost: dict[str, Any]) -> None:
                   f"not included: {cost['excludes']}")
 
 
-StackOpt = Annotated[
-    str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")
-]
-
-
 def cost_command(
     stack: StackOpt,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
-    stacks_dir: Annotated[Path | None, typer.Option(
-        "--stacks-dir", help="Folder of Pulumi.<stack>.yaml files (default: ./stacks)")] = None,
+    stacks_dir: StacksDirOpt = None,
 ) -> None:
     """The price of the stack's TPU fleet and system pool, hourly and monthly (730 h)."""
     from .config import ConfigError, parse_stack_config

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 
+from .cli_options import StackOpt, StacksDirOpt
+
 if TYPE_CHECKING:
     from .config import SliceConfig, StackConfig, TeamConfig
 
@@ -334,19 +336,13 @@ def render_status(view: dict[str, Any], source: str) -> None:
         console.print(teams)
 
 
-StackOpt = Annotated[
-    str, typer.Option("--stack", "-s", help="Stack name: stacks/Pulumi.<NAME>.yaml")
-]
-
-
 def status_command(
     stack: StackOpt,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
     kubeconfig: Annotated[Path | None, typer.Option(
         "--kubeconfig", help="Kubeconfig file (default: the stack output, else ~/.kube)")] = None,
     context: Annotated[str | None, typer.Option("--context", help="Kubeconfig context")] = None,
-    stacks_dir: Annotated[Path | None, typer.Option(
-        "--stacks-dir", help="Folder of Pulumi.<stack>.yaml files (default: ./stacks)")] = None,
+    stacks_dir: StacksDirOpt = None,
 ) -> None:
     """Live view of the stack's slices, Ray pods, RayCluster and team queues."""
     from .config import ConfigError, parse_stack_config
