@@ -23,7 +23,7 @@ from .config_base import ConfigModel
 from .names import DNS_LABEL
 
 if TYPE_CHECKING:
-    from .config import SliceConfig, StackConfig
+    from .config import SliceGroupConfig, StackConfig
 
 Priority = Literal["low", "default", "high"]
 PRIORITIES: tuple[Priority, ...] = ("low", "default", "high")
@@ -103,8 +103,9 @@ def _reserved_namespaces(cfg: StackConfig) -> set[str]:
     return {*RESERVED_NAMESPACES, cfg.ray.namespace, cfg.kuberay.namespace}
 
 
-def _quota_problems(key: str, quota: dict[str, int], groups: dict[str, tuple[int, SliceConfig]],
-                    *, fleet_cap: bool) -> list[str]:
+def _quota_problems(key: str, quota: dict[str, int],
+                    groups: dict[str, tuple[int, SliceGroupConfig]], *, fleet_cap: bool
+                    ) -> list[str]:
     problems: list[str] = []
     for group, slices in quota.items():
         if group not in groups:
