@@ -47,16 +47,23 @@ DEFAULT_MANAGER_RESOURCES: Mapping[str, Any] = {
 
 @dataclass(frozen=True)
 class KueueArgs:
+    """How Kueue is installed (defaults: the pinned release, Ray integrations only)."""
+
     version: str = versions.KUEUE_VERSION
+    """Chart version = controller image tag (without the ``v``)."""
     namespace: str = versions.KUEUE_NAMESPACE
+    """Created here; the chart's objects live in it."""
     node_selector: Mapping[str, str] = field(default_factory=dict)
     """Where the controller runs (the stack: its system pool). TPU nodes are tainted anyway."""
     pods_ready_timeout: str = "30m"
     """``waitForPodsReady.timeout``: admission to all pods Ready (Go duration)."""
     requeue_backoff_max_seconds: int = 1800
+    """Longest wait before a workload evicted for pod readiness is queued again."""
     frameworks: Sequence[str] = RAY_FRAMEWORKS
+    """``integrations.frameworks``: the job kinds Kueue manages."""
     manager_resources: Mapping[str, Any] = field(
         default_factory=lambda: dict(DEFAULT_MANAGER_RESOURCES))
+    """Container resources of the controller."""
 
     def __post_init__(self) -> None:
         if not self.frameworks:

@@ -58,6 +58,7 @@ class TpuFlavor:
     """A ResourceFlavor of one TPU slice shape."""
 
     name: str
+    """The ResourceFlavor's name."""
     node_labels: Mapping[str, str]
     """The worker group's nodeSelector, exactly."""
 
@@ -67,8 +68,11 @@ class TpuQuota:
     """A team's quota on one TPU flavor, in ``google.com/tpu`` chips."""
 
     flavor: str
+    """A :class:`TpuFlavor`'s name."""
     nominal_chips: int
+    """``nominalQuota``: the team's own chips."""
     borrowing_chips: int = 0
+    """``borrowingLimit``: chips it may borrow from the cohort's idle quota."""
 
 
 @dataclass(frozen=True)
@@ -76,28 +80,48 @@ class HostQuota:
     """A team's CPU and memory quota (Kubernetes quantities)."""
 
     cpu: str
+    """Nominal CPU (Ray heads, submitters and TPU host pods)."""
     memory: str
+    """Nominal memory."""
     cpu_borrowing: str = "0"
+    """CPU the team may borrow along with borrowed slices."""
     memory_borrowing: str = "0"
+    """Memory the team may borrow along with borrowed slices."""
 
 
 @dataclass(frozen=True)
 class TeamQueue:
+    """One team's ClusterQueue and LocalQueue."""
+
     team: str
+    """The team's name (resource names derive from it)."""
     namespace: str
+    """The team's namespace: the ClusterQueue admits only its jobs; the LocalQueue lives
+    there."""
     cluster_queue: str
+    """The ClusterQueue's name."""
     tpu: Sequence[TpuQuota]
+    """TPU quota per flavor."""
     host: HostQuota
+    """CPU and memory quota."""
     local_queue: str = "default"
+    """The LocalQueue's name (``default``: Kueue's queue for unlabelled jobs)."""
 
 
 @dataclass(frozen=True)
 class KueueQueuesArgs:
+    """The flavors, the teams' queues and the priority classes of one fleet."""
+
     flavors: Sequence[TpuFlavor]
+    """One per TPU slice shape some team has quota on."""
     teams: Sequence[TeamQueue]
+    """One ClusterQueue + LocalQueue each."""
     cohort: str = DEFAULT_COHORT
+    """The cohort every team's ClusterQueue lends to and borrows from."""
     cpu_flavor: str = DEFAULT_CPU_FLAVOR
+    """The flavor without node labels that CPU and memory are counted on."""
     priority_values: Mapping[str, int] = field(default_factory=lambda: dict(PRIORITY_VALUES))
+    """WorkloadPriorityClass name -> value."""
 
     def __post_init__(self) -> None:
         flavors = [f.name for f in self.flavors]

@@ -13,8 +13,13 @@ from kueue_support import cel_problems, kueue_problems
 from raytpu import versions
 from raytpu.catalog import TPU_TOLERATION
 from raytpu.components.kueue import chart_values, manager_config
-from raytpu.components.kueue_queues import KueueQueuesArgs, TeamQueue, TpuFlavor, TpuQuota
-from raytpu.components.kueue_queues import HostQuota
+from raytpu.components.kueue_queues import (
+    HostQuota,
+    KueueQueuesArgs,
+    TeamQueue,
+    TpuFlavor,
+    TpuQuota,
+)
 from raytpu.fit import parse_quantity
 from raytpu.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY, flavor_name
 from raytpu.manifests import objects
