@@ -37,3 +37,9 @@ def cluster_name_problem(name: str) -> str | None:
 # most 63 lowercase letters, digits, '_' or '-' (cloud.google.com/compute/docs/labeling-resources).
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+# The Kubernetes label on Ray worker pods and the Ray node label on their raylets naming the
+# slice group (``raytpu:slices[].name``): KubeRay copies a worker group's ``labels`` onto
+# both, and Ray's autoscaler gives the group's node type the same labels, so a capacity
+# request selecting it scales exactly that group (raytpu.workloads.scaling).
+SLICE_GROUP_LABEL = "raytpu.io/slice-group"
