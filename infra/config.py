@@ -9,7 +9,6 @@ downstream ever sees raw config.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import re
 from collections.abc import Mapping
 from functools import cached_property
@@ -22,7 +21,7 @@ from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
 from .config_base import ConfigModel as _Model
 from .config_base import Quantity
 from .fit import fit_problems, fit_warnings
-from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cluster_name_problem
+from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cidr_problem, cluster_name_problem
 from .teams import TeamConfig, team_problems, team_warnings
 
 NAMESPACE = "raytpu"
@@ -85,10 +84,11 @@ class AuthorizedNetwork(_Model):
 class SystemPool(_Model):
     """The CPU node pool for kube-system, the operators and the Ray head."""
 
+    # Ranges are checked once, by raytpu.components.SystemPoolArgs.
     machine_type: str = "n2-standard-8"
-    min_nodes: int = Field(1, ge=1)
-    max_nodes: int = Field(3, ge=1)
-    disk_size_gb: int = Field(100, ge=20)
+    min_nodes: int = 1
+    max_nodes: int = 3
+    disk_size_gb: int = 100
 
 
 class ClusterConfig(_Model):
@@ -474,14 +474,7 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
               for i, c in enumerate(cfg.network.ray_access_cidrs)]
     cidrs += [(f"raytpu:cluster.masterAuthorizedNetworks[{i}].cidrBlock", n.cidr_block)
               for i, n in enumerate(cfg.cluster.master_authorized_networks)]
-    for key, cidr in cidrs:
-        try:
-            net = ipaddress.ip_network(cidr)
-        except ValueError:
-            problems.append(f"{key}: {cidr!r} is not a CIDR block")
-            continue
-        if net.prefixlen == 0:
-            problems.append(f"{key}: {cidr!r} opens to the whole internet; name a narrower range")
+    problems += [f"{key}: {p}" for key, cidr in cidrs if (p := cidr_problem(cidr))]
     problems += fit_problems(cfg)  # head/workers fit their nodes; Ray accepts the topologies
     problems += team_problems(cfg)
     return problems
