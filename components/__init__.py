@@ -3,14 +3,14 @@
 One re-export per line (``X as X`` marks it public for ruff and mypy).
 """
 
-from .gke_cluster import AuthorizedNetwork as AuthorizedNetwork
 from .gke_cluster import GkeCluster as GkeCluster
-from .gke_cluster import GkeClusterArgs as GkeClusterArgs
-from .gke_cluster import SystemPoolArgs as SystemPoolArgs
+from .gke_cluster_args import AuthorizedNetwork as AuthorizedNetwork
+from .gke_cluster_args import GkeClusterArgs as GkeClusterArgs
+from .gke_cluster_args import SystemPoolArgs as SystemPoolArgs
 from .monitoring import FleetMonitoring as FleetMonitoring
 from .monitoring import FleetMonitoringArgs as FleetMonitoringArgs
+from .monitoring import MonitoredSliceGroup as MonitoredSliceGroup
 from .monitoring import PodMonitoring as PodMonitoring
-from .monitoring import SliceGroupWatch as SliceGroupWatch
 from .network import ExistingNetwork as ExistingNetwork
 from .network import Network as Network
 from .network import NetworkArgs as NetworkArgs

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 import pulumi
-from raytpu.components._wire import prune
+from raytpu.components.provider_inputs import drop_unset
 
 # Node VMs get the broad scope; what they may do is decided by IAM on their service account.
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -51,7 +51,7 @@ class GcpResource(pulumi.CustomResource):
         props: Mapping[str, Any],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        inputs: dict[str, Any] = prune(props)
+        inputs: dict[str, Any] = drop_unset(props)
         for out in self.OUTPUTS:
             inputs.setdefault(out, None)  # a slot the engine fills with the provider's value
         # In the generated classes' order: provider version, the caller's, then their own.

@@ -200,7 +200,7 @@ def _q(value: str) -> str:
 
 
 @dataclass(frozen=True)
-class SliceGroupWatch:
+class MonitoredSliceGroup:
     """One ``raytpu:slices`` entry as the dashboard and the alert see it."""
 
     name: str
@@ -226,7 +226,7 @@ class FleetMonitoringArgs:
     location: str
     ray_cluster_name: str
     ray_namespace: str
-    slice_groups: tuple[SliceGroupWatch, ...]
+    slice_groups: tuple[MonitoredSliceGroup, ...]
     alert_after_seconds: int = 600
     """How long a slice group may lack slices before the alert fires (whole minutes)."""
     notification_channels: tuple[str, ...] = ()
@@ -247,7 +247,7 @@ class FleetMonitoringArgs:
                                  f"{g.expected_slices} is outside 0..{g.max_slices}")
 
     @property
-    def watched(self) -> tuple[SliceGroupWatch, ...]:
+    def watched(self) -> tuple[MonitoredSliceGroup, ...]:
         """The groups the alert covers: multi-host, with slices that must be there."""
         return tuple(g for g in self.slice_groups if g.multi_host and g.expected_slices > 0)
 
@@ -310,7 +310,7 @@ def dashboard_json(args: FleetMonitoringArgs) -> str:
     return json.dumps(doc, sort_keys=True)
 
 
-def slice_alert_query(args: FleetMonitoringArgs, g: SliceGroupWatch) -> str:
+def slice_alert_query(args: FleetMonitoringArgs, g: MonitoredSliceGroup) -> str:
     """PromQL: true while fewer than ``expected`` of the group's slices are available.
     ``or vector(0)``: a group whose pools report nothing counts as zero, not as silence."""
     selector = (f'monitored_resource="k8s_node_pool",cluster_name={_q(args.cluster_name)},'

@@ -80,7 +80,7 @@ class Autoscaling(_Model):
     max: int = Field(ge=1)
 
 
-class SliceConfig(_Model):
+class SliceGroupConfig(_Model):
     """One entry of ``raytpu:slices``: ``count`` slices of one TPU shape."""
 
     name: str
@@ -275,7 +275,7 @@ class StackConfig(_Model):
     stack: str = Field(alias="stack")
     project: str = Field(alias="gcp:project")
     zone: str = Field(alias="raytpu:zone")
-    slices: list[SliceConfig] = Field(alias="raytpu:slices", min_length=1)
+    slices: list[SliceGroupConfig] = Field(alias="raytpu:slices", min_length=1)
     cluster: ClusterConfig = Field(ClusterConfig(), alias="raytpu:cluster")
     network: NetworkConfig = Field(NetworkConfig(), alias="raytpu:network")
     kuberay: KubeRayConfig = Field(KubeRayConfig(), alias="raytpu:kuberay")
@@ -414,7 +414,7 @@ def _type_hint(kind: str, value: Any) -> str:
     return ""
 
 
-def _slice_problems(i: int, s: SliceConfig) -> list[str]:
+def _slice_problems(i: int, s: SliceGroupConfig) -> list[str]:
     key = f"raytpu:slices[{i}]"
     problems: list[str] = []
     if not DNS_LABEL.match(s.name) or len(s.name) > 24:
@@ -590,7 +590,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
         slices = ours.get(f"{NAMESPACE}:slices")
         for i, item in enumerate(slices if isinstance(slices, list) else []):
             with contextlib.suppress(ValidationError):  # already reported above
-                problems += _slice_problems(i, SliceConfig.model_validate(item))
+                problems += _slice_problems(i, SliceGroupConfig.model_validate(item))
         raise ConfigError(problems) from None
     problems = _semantic_problems(cfg) + _monitoring_cost_problems(cfg)
     if problems:

@@ -20,7 +20,7 @@ from . import prices
 from .cli_options import StackOpt, StacksDirOpt
 
 if TYPE_CHECKING:
-    from .config import SliceConfig, StackConfig
+    from .config import SliceGroupConfig, StackConfig
 
 # GKE spreads a regional cluster's node pools over the region's zones (three by default),
 # and node counts are per zone.
@@ -43,13 +43,13 @@ def _per_hour_and_month(
             "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)}
 
 
-def capacity_of(s: SliceConfig) -> str:
+def capacity_of(s: SliceGroupConfig) -> str:
     if s.spot:
         return "spot"
     return "reservation" if s.reservation else "on-demand"
 
 
-def _chip_price(cfg: StackConfig, s: SliceConfig, capacity: str) -> tuple[float | None, str]:
+def _chip_price(cfg: StackConfig, s: SliceGroupConfig, capacity: str) -> tuple[float | None, str]:
     """Price per chip-hour of a slice group and where it comes from."""
     gen = s.shape.generation.name
     override = cfg.cost.prices.get(gen)
@@ -70,7 +70,7 @@ def _chip_price(cfg: StackConfig, s: SliceConfig, capacity: str) -> tuple[float 
     return listed.on_demand, "list"
 
 
-def _group(cfg: StackConfig, s: SliceConfig) -> dict[str, Any]:
+def _group(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, Any]:
     capacity = capacity_of(s)
     price, source = _chip_price(cfg, s, capacity)
     chips = s.shape.chips

@@ -35,10 +35,10 @@ from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
 
 from . import versions
 from .apis import after_apis, declare_project_services
-from .args_keys import stack_key_message
-from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stack_config
+from .config import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig, parse_stack_config
 from .monitoring_program import build_monitoring, monitoring_args
 from .ray_program import build_ray, ray_problems
+from .stack_key_paths import stack_key_message
 
 if TYPE_CHECKING:
     import pulumi_kubernetes as k8s
@@ -121,7 +121,7 @@ def _labels(cfg: StackConfig) -> dict[str, str]:
     return {"app": "raytpu", "stack": re.sub(r"[^a-z0-9_-]", "-", cfg.stack.lower())[:63]}
 
 
-def cost_labels(cfg: StackConfig, s: SliceConfig) -> dict[str, str]:
+def cost_labels(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, str]:
     """GCE labels of a slice group's VMs: the stack's, the group, and the team when exactly
     one team has quota on the group (a shared group is split by GKE cost allocation)."""
     teams = [t.name for t in cfg.teams if s.name in t.quota]
@@ -206,7 +206,7 @@ def _stack_args(cfg: StackConfig) -> tuple[
         node_service_account_id=_account_id(c.name, "nodes"),
         resource_labels=_labels(cfg),
     ))
-    def pool(s: SliceConfig) -> TpuSlicePoolArgs:
+    def pool(s: SliceGroupConfig) -> TpuSlicePoolArgs:
         return TpuSlicePoolArgs(
             shape=s.shape,
             cluster=_PENDING,

@@ -32,7 +32,7 @@ import typer
 from .cli_options import StackOpt, StacksDirOpt
 
 if TYPE_CHECKING:
-    from .config import SliceConfig, StackConfig, TeamConfig
+    from .config import SliceGroupConfig, StackConfig, TeamConfig
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 RAY_CLUSTER_LABEL = "ray.io/cluster"
@@ -69,14 +69,14 @@ def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
-def pool_names(s: SliceConfig) -> list[str]:
+def pool_names(s: SliceGroupConfig) -> list[str]:
     """GKE node pools of a slice group (TpuSlicePool's naming)."""
     if s.shape.multi_host:
         return [f"{s.name}-{i}" for i in range(s.max_slices)]
     return [s.name]
 
 
-def _group_view(s: SliceConfig, nodes_by_pool: dict[str, list[Any]],
+def _group_view(s: SliceGroupConfig, nodes_by_pool: dict[str, list[Any]],
                 pods: list[Any]) -> dict[str, Any]:
     hosts = s.shape.hosts
     pools = []

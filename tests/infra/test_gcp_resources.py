@@ -17,7 +17,7 @@ import pulumi_gcp as gcp
 import pytest
 from infra_support import PROJECT, REGION, ZONE, marker, run_alone
 from raytpu.components import gcp_resources as thin
-from raytpu.components._wire import prune
+from raytpu.components.provider_inputs import drop_unset
 from raytpu.plan import PlannedResource, RecordingMocks
 
 CLUSTER_ID = f"projects/{PROJECT}/locations/{ZONE}/clusters/c"
@@ -301,8 +301,8 @@ def test_every_binding_has_a_case() -> None:
     assert bindings == covered
 
 
-def test_prune_drops_unset_fields_at_every_depth() -> None:
-    assert prune({"a": None, "b": {"c": None, "d": [{"e": None, "f": 1}]}, "g": 0}) == {
+def test_drop_unset_drops_unset_fields_at_every_depth() -> None:
+    assert drop_unset({"a": None, "b": {"c": None, "d": [{"e": None, "f": 1}]}, "g": 0}) == {
         "b": {"d": [{"f": 1}]}, "g": 0,
     }
 
