@@ -54,9 +54,12 @@ def build_stack_namespace_policies(
     *,
     providers: Sequence[pulumi.ProviderResource] | None,
     depends_on: Sequence[pulumi.Resource],
-) -> RayNetworkPolicies:
-    """The policies of ``raytpu:ray.namespace`` (the stack's RayCluster). ``depends_on``:
-    what creates the namespace."""
+) -> RayNetworkPolicies | None:
+    """The policies of ``raytpu:ray.namespace`` (the stack's RayCluster); none on a cluster
+    without Dataplane V2, which would ignore them. ``depends_on``: what creates the
+    namespace."""
+    if not cfg.cluster.dataplane_v2:
+        return None
     return RayNetworkPolicies(
         "ray-netpol",
         ray_namespace_policy_args(cfg, cfg.ray.namespace, ray_cluster=cfg.ray.cluster_name,
