@@ -166,6 +166,24 @@ def gke_engine_versions(
     )
 
 
+GET_CLUSTER_TOKEN = "gcp:container/getCluster:getCluster"
+
+
+def gke_cluster_lookup(
+    name: pulumi.Input[str], location: pulumi.Input[str], project: str
+) -> pulumi.Output[dict[str, Any]]:
+    """``gcp.container.getCluster`` of a cluster this program does not manage (wire-format
+    result: ``endpoint``, ``masterAuths[0].clusterCaCertificate``,
+    ``controlPlaneEndpointsConfigs[0].dnsEndpointConfigs[0].endpoint``, ...)."""
+    from pulumi_gcp import _utilities
+
+    return pulumi.runtime.invoke_output(
+        GET_CLUSTER_TOKEN,
+        {"name": name, "location": location, "project": project},
+        opts=pulumi.InvokeOutputOptions.merge(_utilities.get_invoke_opts_defaults(), None),
+    )
+
+
 # -- IAM and service accounts -----------------------------------------------------------
 
 

@@ -39,7 +39,7 @@ from raytpu.components.gke_cluster_args import (
     SystemPoolArgs,
 )
 from raytpu.components.gke_version_policy import check_gke_version
-from raytpu.components.kubeconfig import render_kubeconfig
+from raytpu.components.kubeconfig import kubernetes_provider, render_kubeconfig
 
 __all__ = ["AuthorizedNetwork", "GkeCluster", "GkeClusterArgs", "SystemPoolArgs"]
 
@@ -234,14 +234,10 @@ class GkeCluster(pulumi.ComponentResource):
                 lambda v: render_kubeconfig(context, str(v[0]), None if use_dns else str(v[1]))
             )
         )
-        self.provider = k8s.Provider(
-            f"{name}-k8s",
-            kubeconfig=self.kubeconfig,
-            # The KubeRay CRDs (RayJob: 1.39 MB) exceed the last-applied annotation limit of
-            # client-side apply. Server-side is the v4 default; explicit so no env flips it.
-            enable_server_side_apply=True,
-            # Operators and the Ray head schedule on the system pool: wait for it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
+        # Operators and the Ray head schedule on the system pool: wait for it.
+        self.provider = kubernetes_provider(
+            f"{name}-k8s", self.kubeconfig,
+            pulumi.ResourceOptions(parent=self, depends_on=[self.system_pool]),
         )
 
         outputs: dict[str, Any] = {

@@ -6,13 +6,19 @@ the stack program rewrites those names into stack key paths (``raytpu.stack_key_
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-from raytpu.names import ACCOUNT_ID, DNS_LABEL, LOCATION, cluster_name_problem
+from raytpu.names import (
+    ACCOUNT_ID,
+    DNS_LABEL,
+    LOCATION,
+    cidr_problem,
+    cluster_name_problem,
+    control_plane_cidr_problem,
+)
 from raytpu.versions import version_tuple
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
@@ -60,20 +66,23 @@ class SystemPoolArgs:
     machine_type: str = "n2-standard-8"
     """Machine type; the Ray head's CPU/memory requests must fit one node."""
     min_nodes: int = 1
-    """Autoscaling minimum, per zone of the pool."""
+    """Autoscaling minimum, per zone of the pool; at least 1: kube-system and the operators
+    run here."""
     max_nodes: int = 3
     """Autoscaling maximum, per zone of the pool."""
     disk_size_gb: int = 100
-    """Boot disk size (Ray images are large)."""
+    """Boot disk size (Ray images are large); GKE's minimum is 10 GB."""
 
     def __post_init__(self) -> None:
-        if not 0 <= self.min_nodes <= self.max_nodes or self.max_nodes < 1:
-            raise ValueError(
-                f"SystemPoolArgs: need 0 <= min_nodes ({self.min_nodes}) <= max_nodes "
-                f"({self.max_nodes}) and max_nodes >= 1"
-            )
+        if self.min_nodes < 1:
+            raise ValueError(f"SystemPoolArgs.min_nodes: {self.min_nodes} is below 1 (kube-system "
+                             "and the operators need a node)")
+        if self.max_nodes < self.min_nodes:
+            raise ValueError(f"SystemPoolArgs.max_nodes: {self.max_nodes} is below "
+                             f"SystemPoolArgs.min_nodes ({self.min_nodes})")
         if self.disk_size_gb < 10:
-            raise ValueError(f"SystemPoolArgs.disk_size_gb: {self.disk_size_gb} is below 10 GB")
+            raise ValueError(f"SystemPoolArgs.disk_size_gb: {self.disk_size_gb} is below GKE's "
+                             "minimum of 10 GB")
 
 
 @dataclass(frozen=True)
@@ -174,31 +183,13 @@ class GkeClusterArgs:
         )]:
             if v is not None and not version_tuple(v):
                 raise ValueError(f"GkeClusterArgs.{what}: {v!r} is not a GKE version")
-        try:
-            master = ipaddress.ip_network(self.master_ipv4_cidr_block)
-        except ValueError:
-            raise ValueError(
-                f"GkeClusterArgs.master_ipv4_cidr_block: {self.master_ipv4_cidr_block!r} is not "
-                "a CIDR block"
-            ) from None
-        if master.prefixlen != 28 or not master.is_private:
-            raise ValueError(
-                f"GkeClusterArgs.master_ipv4_cidr_block: {self.master_ipv4_cidr_block!r} must be "
-                "a private /28"
-            )
+        problem = control_plane_cidr_problem(self.master_ipv4_cidr_block)
+        if problem:
+            raise ValueError(f"GkeClusterArgs.master_ipv4_cidr_block: {problem}")
         for i, an in enumerate(self.master_authorized_networks):
-            try:
-                net = ipaddress.ip_network(an.cidr_block)
-            except ValueError:
-                raise ValueError(
-                    f"GkeClusterArgs.master_authorized_networks[{i}]: {an.cidr_block!r} is not a "
-                    "CIDR block"
-                ) from None
-            if net.prefixlen == 0:
-                raise ValueError(
-                    f"GkeClusterArgs.master_authorized_networks[{i}]: {an.cidr_block!r} opens the "
-                    "control plane to the whole internet"
-                )
+            problem = cidr_problem(an.cidr_block)
+            if problem:
+                raise ValueError(f"GkeClusterArgs.master_authorized_networks[{i}]: {problem}")
         if not ACCOUNT_ID.match(self.account_id):
             raise ValueError(
                 f"GkeClusterArgs.node_service_account_id: {self.account_id!r} must be 6-30 "

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
+import pulumi_kubernetes as k8s
+
 
 def render_kubeconfig(context: str, endpoint: str, ca_certificate: str | None) -> str:
     """A kubeconfig that authenticates through ``gke-gcloud-auth-plugin`` (no static token).
@@ -35,3 +38,17 @@ def render_kubeconfig(context: str, endpoint: str, ca_certificate: str | None) -
         }],
     }
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def kubernetes_provider(
+    name: str, kubeconfig: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None
+) -> k8s.Provider:
+    """The Kubernetes provider every raytpu component deploys through."""
+    return k8s.Provider(
+        name,
+        kubeconfig=kubeconfig,
+        # The KubeRay CRDs (RayJob: 1.39 MB) exceed the last-applied annotation limit of
+        # client-side apply. Server-side is the v4 default; explicit so no env flips it.
+        enable_server_side_apply=True,
+        opts=opts,
+    )

@@ -201,13 +201,16 @@ def _q(value: str) -> str:
 
 @dataclass(frozen=True)
 class MonitoredSliceGroup:
-    """One ``raytpu:slices`` entry as the dashboard and the alert see it."""
+    """One slice group (a ``raytpu:slices`` entry) as the dashboard and the alert see it."""
 
     name: str
+    """Node pool name of the group (``TpuSlicePoolArgs.pool_name``)."""
     multi_host: bool
+    """Whether a slice spans several hosts (pools ``<name>-<index>``) or one (pool ``<name>``)."""
     expected_slices: int
     """Available slices below this (for ``alert_after_seconds``) alert; 0: never."""
     max_slices: int
+    """The most slices the group may have (the dashboard's scale)."""
 
     @property
     def pool_regex(self) -> str:
@@ -220,17 +223,25 @@ class FleetMonitoringArgs:
     """Inputs of :class:`FleetMonitoring`."""
 
     project: str
+    """GCP project the dashboard and the alert policy live in (the cluster's)."""
     stack: str
+    """Stack name; titles the dashboard and the alert."""
     cluster_name: str
     """GKE cluster name (``resource.label.cluster_name`` of the GKE system metrics)."""
     location: str
+    """The cluster's zone or region (``resource.label.location``)."""
     ray_cluster_name: str
+    """Name of the RayCluster whose pods the dashboard charts."""
     ray_namespace: str
+    """Namespace of the RayCluster."""
     slice_groups: tuple[MonitoredSliceGroup, ...]
+    """The slice groups to chart and alert on."""
     alert_after_seconds: int = 600
     """How long a slice group may lack slices before the alert fires (whole minutes)."""
     notification_channels: tuple[str, ...] = ()
+    """``projects/<p>/notificationChannels/<id>`` the alert notifies."""
     user_labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels on the alert policy."""
 
     def __post_init__(self) -> None:
         if not self.project:

@@ -105,10 +105,15 @@ class TpuWorkerGroup:
     shape (one node pool per slice), each slice ``shape.hosts`` pods."""
 
     name: str
+    """Worker group name (KubeRay ``groupName``); names the TPU host pods."""
     shape: SliceShape
+    """Shape of every slice in the group (``slice_shape("v5litepod-16")``)."""
     min_slices: int
+    """Fewest slices (``minReplicas``)."""
     max_slices: int
+    """Most slices (``maxReplicas``)."""
     initial_slices: int
+    """Slices at creation (``replicas``), within ``[min_slices, max_slices]``."""
 
     @property
     def elastic(self) -> bool:
@@ -117,15 +122,22 @@ class TpuWorkerGroup:
 
 @dataclass(frozen=True)
 class TpuRayClusterArgs:
+    """Inputs of :class:`TpuRayCluster`. Problems are reported by :func:`args_problems`."""
+
     cluster_name: str
+    """RayCluster name (a DNS label; with each group name it must fit pod names)."""
     namespace: str
+    """Namespace of the RayCluster (created here with ``create_namespace``)."""
     service_account: str
+    """Kubernetes service account of the Ray pods, bound to ``gsa_email``."""
     gsa_email: pulumi.Input[str]
     """Google service account the pods act as (Workload Identity)."""
     image: str
     """Ray image, pinned: its Ray version must equal ``ray_version``."""
     worker_groups: Sequence[TpuWorkerGroup]
+    """One TPU worker group per slice group; at least one."""
     ray_version: str = versions.RAY_VERSION
+    """``rayVersion`` of the RayCluster."""
     checkpoint_uri: str | None = None
     """``gs://<bucket>/runs``: exported to every Ray container as RAYTPU_CHECKPOINT_URI."""
     system_pool: str | None = None
@@ -134,14 +146,20 @@ class TpuRayClusterArgs:
     """Node labels of every TPU node pool (pool name -> labels). When given, each group's
     nodeSelector must match at least one pool, else nothing is declared."""
     head_cpu: str = "4"
+    """CPU request and limit of the Ray head (it must fit a system pool node)."""
     head_memory: str = "16Gi"
+    """Memory request and limit of the Ray head."""
     autoscaling: bool | None = None
     """In-tree autoscaler (v2). None: on when any worker group is elastic."""
     idle_timeout_seconds: int = 600
+    """The autoscaler removes a slice idle this long."""
     dashboard_internal_lb: bool = False
+    """Expose the dashboard and client through an internal load balancer (with
+    ``access_cidrs``)."""
     access_cidrs: Sequence[str] = ()
     """``loadBalancerSourceRanges`` of the internal load balancer."""
     create_namespace: bool = True
+    """Declare ``namespace``; false when it exists already."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Extra labels for every object and pod template (never ``app.kubernetes.io/name``)."""
     env: Mapping[str, str] = field(default_factory=dict)

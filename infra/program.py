@@ -157,7 +157,9 @@ def _stack_args(cfg: StackConfig) -> tuple[
         try:
             return factory()
         except (ValueError, TypeError) as e:
-            problems.append(stack_key_message(key, str(e)))
+            problem = stack_key_message(key, str(e))
+            if problem not in problems:  # NetworkArgs and GkeClusterArgs share the master range
+                problems.append(problem)
             return None  # type: ignore[return-value]
 
     c, n = cfg.cluster, cfg.network

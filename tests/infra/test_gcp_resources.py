@@ -328,3 +328,26 @@ def test_engine_versions_invoke_matches_pulumi_gcp(monkeypatch: pytest.MonkeyPat
     run_alone(program)
     assert len(calls) == 2 and calls[0] == calls[1]
     assert results["thin"] == results["real"] and results["real"]["REGULAR"]
+
+
+def test_cluster_lookup_invoke_matches_pulumi_gcp(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, dict[str, Any], str]] = []
+    original = RecordingMocks.call
+
+    def spy(self: RecordingMocks, args: Any) -> Any:
+        calls.append((args.token, dict(args.args), args.provider))
+        return original(self, args)
+
+    monkeypatch.setattr(RecordingMocks, "call", spy)
+    results: dict[str, Any] = {}
+
+    def program() -> None:
+        real = gcp.container.get_cluster_output(name="theirs", location=ZONE, project=PROJECT)
+        mine = thin.gke_cluster_lookup("theirs", ZONE, PROJECT)
+        real.endpoint.apply(lambda v: results.setdefault("real", v))
+        mine.apply(lambda v: results.setdefault("thin", v["endpoint"]))
+        marker()
+
+    run_alone(program)
+    assert len(calls) == 2 and calls[0] == calls[1]
+    assert results["thin"] == results["real"] == "10.0.0.3"

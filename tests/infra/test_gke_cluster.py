@@ -215,7 +215,7 @@ def test_bad_args_are_refused(kw: dict[str, Any], message: str) -> None:
 
 
 def test_bad_system_pool_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"min_nodes \(3\) <= max_nodes \(1\)"):
+    with pytest.raises(ValueError, match=r"max_nodes: 1 is below SystemPoolArgs.min_nodes \(3\)"):
         SystemPoolArgs(min_nodes=3, max_nodes=1)
 
 
