@@ -101,7 +101,9 @@ class OperatorPeer:
     (Helm install) or, for the GKE-hosted add-on, the control plane's ``cidr``."""
 
     namespace: str | None = None
+    """The operator's namespace (Helm install): its ``kuberay-operator`` pods."""
     cidr: str | None = None
+    """The source range of a GKE-hosted operator (the control plane's)."""
 
     def __post_init__(self) -> None:
         if (self.namespace is None) == (self.cidr is None):
@@ -116,9 +118,13 @@ class OperatorPeer:
 
 
 @dataclass(frozen=True)
-class RayNetworkPolicyArgs:
+class RayNetworkPoliciesArgs:
+    """Inputs of :class:`RayNetworkPolicies`: one namespace and who may reach its Ray pods."""
+
     namespace: pulumi.Input[str]
+    """The namespace that runs the Ray pods (it must exist: pass its creator in dependsOn)."""
     operator: OperatorPeer
+    """Where the KubeRay operator calls the heads from."""
     ray_cluster: str | None = None
     """The RayCluster whose pods are peers; None: every Ray pod of the namespace."""
     access_cidrs: Sequence[str] = ()
@@ -129,6 +135,7 @@ class RayNetworkPolicyArgs:
     """Deny ingress to every pod of the namespace; False: to Ray pods only (a namespace
     shared with other components, e.g. the TPU webhook's)."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    """Extra labels of the NetworkPolicy objects."""
 
     def __post_init__(self) -> None:
         for i, cidr in enumerate(self.access_cidrs):
@@ -138,7 +145,7 @@ class RayNetworkPolicyArgs:
                 raise ValueError(f"access_cidrs[{i}]: {cidr!r} is not a CIDR block") from None
 
 
-def policy_specs(args: RayNetworkPolicyArgs) -> dict[str, NetworkPolicySpec]:
+def policy_specs(args: RayNetworkPoliciesArgs) -> dict[str, NetworkPolicySpec]:
     """The namespace's policies by name: plain data, what :class:`RayNetworkPolicies`
     declares."""
     ray_pods: dict[str, str] = ({RAY_CLUSTER_LABEL: args.ray_cluster} if args.ray_cluster
@@ -183,7 +190,7 @@ class RayNetworkPolicies(pulumi.ComponentResource):
 
     policies: dict[str, NetworkPolicy]
 
-    def __init__(self, name: str, args: RayNetworkPolicyArgs,
+    def __init__(self, name: str, args: RayNetworkPoliciesArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("raytpu:network_policy:RayNetworkPolicies", name, None, opts)
         # Children do not inherit a component's dependsOn (the namespace): pass it down.

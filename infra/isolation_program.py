@@ -14,7 +14,7 @@ from raytpu.components.kuberay_operator import WEBHOOK_NAMESPACE
 from raytpu.components.network_policy import (
     OperatorPeer,
     RayNetworkPolicies,
-    RayNetworkPolicyArgs,
+    RayNetworkPoliciesArgs,
 )
 
 from .config import StackConfig
@@ -34,11 +34,11 @@ def ray_namespace_policy_args(
     *,
     ray_cluster: str | None,
     rayjob_submitters: bool,
-) -> RayNetworkPolicyArgs:
+) -> RayNetworkPoliciesArgs:
     """Policies of a Ray namespace: ``ray_cluster`` names the one RayCluster whose pods are
     peers (None: every Ray pod of the namespace, e.g. a team's RayJob clusters)."""
     shared = cfg.kuberay.mode == "helm" and namespace == WEBHOOK_NAMESPACE
-    return RayNetworkPolicyArgs(
+    return RayNetworkPoliciesArgs(
         namespace=namespace,
         operator=operator_peer(cfg),
         ray_cluster=ray_cluster,

@@ -8,7 +8,7 @@ import kubernetes_validate
 import pytest
 from netpol import External, Pod, allowed
 from ray_support import SAMPLES, plan_ray
-from raytpu.components.network_policy import OperatorPeer, RayNetworkPolicyArgs, policy_specs
+from raytpu.components.network_policy import OperatorPeer, RayNetworkPoliciesArgs, policy_specs
 from raytpu.manifests import objects
 from raytpu.plan import PlanResult
 from raytpu.versions import Ports
@@ -137,7 +137,7 @@ def test_internal_load_balancer_keeps_client_addresses(
 def test_namespace_scope_and_rayjob_submitters() -> None:
     """Team namespaces: RayJob clusters have generated names, so every Ray pod of the
     namespace is a peer, and the submitter reaches the dashboard."""
-    specs = policy_specs(RayNetworkPolicyArgs(namespace="team-a",
+    specs = policy_specs(RayNetworkPoliciesArgs(namespace="team-a",
                                               operator=OperatorPeer(namespace="kuberay-system"),
                                               rayjob_submitters=True))
     pols = [{"metadata": {"namespace": "team-a", "name": n}, "spec": s}
