@@ -137,7 +137,8 @@ def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
-def _span(r: dict[str, float | None]) -> str:
+def money_span(r: dict[str, float | None]) -> str:
+    """``$lo - $hi`` (or one amount when they are equal) of a ``{min, max}`` range."""
     if r["min"] == r["max"]:
         return _money(r["min"])
     return f"{_money(r['min'])} - {_money(r['max'])}"
@@ -145,8 +146,8 @@ def _span(r: dict[str, float | None]) -> str:
 
 def summary_line(cost: dict[str, Any]) -> str:
     """One line for the plan's summary: the monthly range, and what is not priced."""
-    line = (f"fleet cost: {_span(cost['total']['monthly'])} / month "
-            f"({_span(cost['total']['hourly'])} / hour, {cost['currency']} list prices of "
+    line = (f"fleet cost: {money_span(cost['total']['monthly'])} / month "
+            f"({money_span(cost['total']['hourly'])} / hour, {cost['currency']} list prices of "
             f"{cost['prices']['date']})")
     if cost["unpriced"]:
         line += f"; not priced: {', '.join(cost['unpriced'])}"
@@ -164,13 +165,14 @@ def render_cost(cost: dict[str, Any]) -> None:
         n = str(slices["min"]) if slices["min"] == slices["max"] else \
             f"{slices['min']}..{slices['max']}"
         table.add_row(g["name"], g["tpu"], str(g["chips"]), n, g["capacity"],
-                      _money(g["price_per_chip_hour"]), _span(g["hourly"]), _span(g["monthly"]))
+                      _money(g["price_per_chip_hour"]), money_span(g["hourly"]),
+                      money_span(g["monthly"]))
     sp = cost["system_pool"]
     nodes = sp["nodes"]
     table.add_row("system", sp["machine_type"], "-", f"{nodes['min']}..{nodes['max']} VMs",
-                  sp["capacity"], "-", _span(sp["hourly"]), _span(sp["monthly"]))
-    table.add_row("[bold]total[/]", "", "", "", "", "", _span(cost["total"]["hourly"]),
-                  _span(cost["total"]["monthly"]))
+                  sp["capacity"], "-", money_span(sp["hourly"]), money_span(sp["monthly"]))
+    table.add_row("[bold]total[/]", "", "", "", "", "", money_span(cost["total"]["hourly"]),
+                  money_span(cost["total"]["monthly"]))
     console = Console()
     console.print(table)
     for part in [*cost["groups"], sp]:

@@ -22,7 +22,7 @@ from typing import Any
 from pulumi.runtime import Mocks
 
 from .config import ConfigError, StackConfig, parse_stack_config
-from .cost import cost_of, summary_line
+from .cost import cost_of
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
 from .stack_file import default_stacks_dir as default_stacks_dir
@@ -335,49 +335,3 @@ def run_program(
 
 def run_plan(stack: str, stacks_dir: Path | None = None) -> PlanResult:
     return run_program(stack, load_stack_file(stack, stacks_dir))
-
-
-# ---------------------------------------------------------------------------------------
-# Human rendering
-
-
-def render_plan(result: PlanResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.tree import Tree
-
-    console = Console()
-    tree = Tree(f"[bold]stack {result.stack}[/] — {len(result.resources)} resources")
-    nodes: dict[str, Any] = {}
-    for r in result.resources:
-        parent = nodes.get(r.parent or "", tree)
-        label = f"{r.name} [dim]{r.type}[/]"
-        if r.options.get("protect"):
-            label += " [yellow](protected)[/]"
-        nodes[r.name] = parent.add(label)
-    console.print(tree)
-
-    cfg = result.config
-    slices = Table("slice", "tpu", "topology", "hosts", "chips", "chips/host", "machine type",
-                   "slices", "zone", "spot", title="TPU slices")
-    for s in cfg.slices:
-        shape = s.shape
-        count = (f"{s.min_slices}..{s.max_slices}" if s.elastic else str(s.count))
-        slices.add_row(s.name, shape.accelerator_type, shape.topology, str(shape.hosts),
-                       str(shape.chips), str(shape.chips_per_vm), shape.machine_type, count,
-                       cfg.zone, "yes" if s.spot else "no")
-    console.print(slices)
-    console.print(summary_line(cost_of(cfg)))
-    for extra in _extra_tables(result):
-        console.print(extra)
-    for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-
-
-def _extra_tables(result: PlanResult) -> list[Any]:
-    """Tables other modules contribute (the Ray worker groups, the operator stack)."""
-    try:
-        from .plan_ray import ray_tables
-    except ImportError:
-        return []
-    return ray_tables(result)
