@@ -61,3 +61,10 @@ def control_plane_cidr_problem(value: str) -> str | None:
     if net.prefixlen != 28 or not net.is_private:
         return f"{value!r} must be a private /28 (GKE's private control plane)"
     return None
+
+
+# The Kubernetes label on Ray worker pods and the Ray node label on their raylets naming the
+# slice group (``raytpu:slices[].name``): KubeRay copies a worker group's ``labels`` onto
+# both, and Ray's autoscaler gives the group's node type the same labels, so a capacity
+# request selecting it scales exactly that group (raytpu.workloads.scaling).
+SLICE_GROUP_LABEL = "raytpu.io/slice-group"
