@@ -118,8 +118,9 @@ def test_summary_counts_slices_chips_and_kinds(stack_previews: dict[str, PlanRes
     # prod: v5e-16 (16 chips) count 1 up to 4, v5e-8-eval (8 chips) exactly 1.
     line = summary_line(stack_previews["prod"])
     assert line.startswith("Plan: 2 TPU slices, 24 chips (max 5 slices, 72 chips), $")
-    assert " / month; + 56 to create: " in line
-    n_pools = len(stack_previews["prod"].by_type("gcp:container/nodePool:NodePool"))
+    prod = stack_previews["prod"]
+    assert f" / month; + {len(prod.resources)} to create: " in line
+    n_pools = len(prod.by_type("gcp:container/nodePool:NodePool"))
     assert f"{n_pools} NodePool" in line and "1 Cluster" in line and "1 RayCluster" in line
     assert "\n" not in line
 
