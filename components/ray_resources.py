@@ -66,6 +66,23 @@ def _set_all(obj: object, values: Mapping[str, Any]) -> None:
             pulumi.set(obj, name, value)
 
 
+# rayStartParams KubeRay 1.7 refuses next to a group's ``resources`` (validateRayGroupResources)
+# or at all (``labels``: validateRayGroupLabels).
+_START_PARAMS_VS_RESOURCES = ("num-cpus", "num-gpus", "memory", "resources")
+
+
+def _check_group_fields(
+    where: str, ray_start_params: Mapping[str, str] | None, resources: Mapping[str, str] | None
+) -> None:
+    params = ray_start_params or {}
+    if "labels" in params:
+        raise ValueError(f"{where}.rayStartParams.labels: KubeRay rejects it; use labels")
+    both = [p for p in _START_PARAMS_VS_RESOURCES if p in params]
+    if resources and both:
+        raise ValueError(f"{where}.rayStartParams: {both} next to resources; KubeRay accepts "
+                         "only one of the two")
+
+
 @pulumi.input_type
 class HeadGroupSpecArgs:
     """``spec.headGroupSpec``."""
@@ -73,6 +90,8 @@ class HeadGroupSpecArgs:
     template: PodTemplate = pulumi.property("template")
     ray_start_params: Mapping[str, str] | None = pulumi.property("rayStartParams", default=None)
     service_type: str | None = pulumi.property("serviceType", default=None)
+    resources: Mapping[str, str] | None = pulumi.property("resources", default=None)
+    labels: Mapping[str, str] | None = pulumi.property("labels", default=None)
 
     def __init__(
         self,
@@ -80,9 +99,15 @@ class HeadGroupSpecArgs:
         template: PodTemplate,
         ray_start_params: Mapping[str, str] | None = None,
         service_type: str | None = None,
+        resources: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
+        """``resources``: Ray logical resources (``CPU`` -> ``--num-cpus``), ``labels``: Ray
+        node labels (KubeRay >= 1.5; also put on the pod)."""
+        _check_group_fields("headGroupSpec", ray_start_params, resources)
         _set_all(self, {"template": template, "ray_start_params": ray_start_params,
-                        "service_type": service_type})
+                        "service_type": service_type, "resources": resources,
+                        "labels": labels})
 
 
 @pulumi.input_type
@@ -101,6 +126,8 @@ class WorkerGroupSpecArgs:
     num_of_hosts: int | None = pulumi.property("numOfHosts", default=None)
     ray_start_params: Mapping[str, str] | None = pulumi.property("rayStartParams", default=None)
     idle_timeout_seconds: int | None = pulumi.property("idleTimeoutSeconds", default=None)
+    resources: Mapping[str, str] | None = pulumi.property("resources", default=None)
+    labels: Mapping[str, str] | None = pulumi.property("labels", default=None)
 
     def __init__(
         self,
@@ -113,8 +140,11 @@ class WorkerGroupSpecArgs:
         num_of_hosts: int | None = None,
         ray_start_params: Mapping[str, str] | None = None,
         idle_timeout_seconds: int | None = None,
+        resources: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         where = f"workerGroupSpecs[{group_name!r}]"
+        _check_group_fields(where, ray_start_params, resources)
         if not 0 <= min_replicas <= max_replicas:
             raise ValueError(
                 f"{where}.minReplicas/maxReplicas: need 0 <= {min_replicas} <= {max_replicas}"
@@ -130,6 +160,7 @@ class WorkerGroupSpecArgs:
             "group_name": group_name, "template": template, "min_replicas": min_replicas,
             "max_replicas": max_replicas, "replicas": replicas, "num_of_hosts": num_of_hosts,
             "ray_start_params": ray_start_params, "idle_timeout_seconds": idle_timeout_seconds,
+            "resources": resources, "labels": labels,
         })
 
 
@@ -258,6 +289,13 @@ class RayClusterSpecArgs:
                 "autoscalerOptions: set only with enableInTreeAutoscaling: true "
                 "(the operator ignores it otherwise)"
             )
+        v2 = autoscaler_options is not None and autoscaler_options.version == "v2"
+        idle = [w.group_name for w in worker_group_specs or ()
+                if w.idle_timeout_seconds is not None]
+        if idle and not v2:
+            # KubeRay validateWorkerGroupIdleTimeout: only the v2 autoscaler honours it.
+            raise ValueError(f"workerGroupSpecs{idle}.idleTimeoutSeconds: KubeRay rejects it "
+                             "unless autoscalerOptions.version is v2")
         _set_all(self, {
             "head_group_spec": head_group_spec,
             "worker_group_specs": list(worker_group_specs) if worker_group_specs else None,

@@ -19,13 +19,8 @@ from raytpu.components.kuberay_operator import (
     KubeRayOperator,
     KubeRayOperatorArgs,
 )
-from raytpu.components.tpu_ray_cluster import (
-    ProblemKeys,
-    TpuRayCluster,
-    TpuRayClusterArgs,
-    TpuWorkerGroup,
-    args_problems,
-)
+from raytpu.components.ray_cluster_validation import ProblemKeys, args_problems
+from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.versions import version_tuple
 
 from .config import ConfigError, StackConfig
