@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pulumi
+from pulumi import _types
 from pulumi_kubernetes.apiextensions import CustomResource
 from raytpu.components.k8s_objects import (
     ObjectMeta,
@@ -58,6 +59,21 @@ UpscalingMode = Literal["Default", "Aggressive", "Conservative"]
 AuthMode = Literal["disabled", "token"]
 SubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
 SUBMISSION_MODES: tuple[str, ...] = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
+CLUSTER_SELECTOR_KEY = "ray.io/cluster"  # KubeRay utils.RayJobClusterSelectorKey
+
+
+def wire_value(value: Any) -> Any:
+    """``value`` as the API server takes it: input types by their wire names, ``None``
+    fields left out. Raises TypeError on a Pulumi output (known only at apply time)."""
+    if isinstance(value, pulumi.Output):
+        raise TypeError("a Pulumi output has no value before `pulumi up`; pass plain values")
+    if _types.is_input_type(type(value)):
+        return {k: wire_value(v) for k, v in _types.input_type_to_dict(value).items()}
+    if isinstance(value, Mapping):
+        return {k: wire_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [wire_value(v) for v in value]
+    return value
 
 
 def _set_all(obj: object, values: Mapping[str, Any]) -> None:
@@ -324,6 +340,9 @@ class RayJobSpecArgs:
     submission_mode: str | None = pulumi.property("submissionMode", default=None)
     backoff_limit: int | None = pulumi.property("backoffLimit", default=None)
     active_deadline_seconds: int | None = pulumi.property("activeDeadlineSeconds", default=None)
+    submitter_pod_template: PodTemplate | None = pulumi.property(
+        "submitterPodTemplate", default=None
+    )
 
     def __init__(
         self,
@@ -337,7 +356,10 @@ class RayJobSpecArgs:
         submission_mode: SubmissionMode | None = None,
         backoff_limit: int | None = None,
         active_deadline_seconds: int | None = None,
+        submitter_pod_template: PodTemplate | None = None,
     ) -> None:
+        """Checks KubeRay 1.7.0's RayJob rules (``utils/validation.go ValidateRayJobSpec``)
+        that the CRD schema cannot express, naming the field at fault."""
         if (ray_cluster_spec is None) == (cluster_selector is None):
             raise ValueError("rayClusterSpec/clusterSelector: set exactly one of the two")
         if submission_mode is not None and submission_mode not in SUBMISSION_MODES:
@@ -352,6 +374,23 @@ class RayJobSpecArgs:
             raise ValueError(
                 "ttlSecondsAfterFinished: only meaningful with shutdownAfterJobFinishes: true"
             )
+        if ttl_seconds_after_finished is not None and ttl_seconds_after_finished < 0:
+            raise ValueError(f"ttlSecondsAfterFinished: {ttl_seconds_after_finished} < 0")
+        if cluster_selector is not None:
+            if not cluster_selector.get(CLUSTER_SELECTOR_KEY):
+                raise ValueError(f"clusterSelector: needs a non-empty {CLUSTER_SELECTOR_KEY!r}")
+            if submission_mode == "SidecarMode":
+                raise ValueError("submissionMode: SidecarMode does not take a clusterSelector")
+            if backoff_limit:
+                raise ValueError("backoffLimit: incompatible with clusterSelector")
+        if submission_mode == "InteractiveMode" and backoff_limit:
+            raise ValueError("backoffLimit: incompatible with InteractiveMode")
+        if submission_mode == "SidecarMode" and submitter_pod_template is not None:
+            raise ValueError("submitterPodTemplate: SidecarMode does not take one")
+        if active_deadline_seconds is not None and active_deadline_seconds <= 0:
+            raise ValueError(f"activeDeadlineSeconds: {active_deadline_seconds} must be > 0")
+        if backoff_limit is not None and backoff_limit < 0:
+            raise ValueError(f"backoffLimit: {backoff_limit} must not be negative")
         _set_all(self, {
             "entrypoint": entrypoint, "ray_cluster_spec": ray_cluster_spec,
             "cluster_selector": cluster_selector, "runtime_env_yaml": runtime_env_yaml,
@@ -359,6 +398,7 @@ class RayJobSpecArgs:
             "ttl_seconds_after_finished": ttl_seconds_after_finished,
             "submission_mode": submission_mode, "backoff_limit": backoff_limit,
             "active_deadline_seconds": active_deadline_seconds,
+            "submitter_pod_template": submitter_pod_template,
         })
 
 
