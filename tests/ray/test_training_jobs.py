@@ -176,7 +176,8 @@ def _cluster_spec(plan: PlanResult) -> RayClusterSpecArgs:
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"cluster_selector": {"team": "a"}}, "clusterSelector: needs a non-empty 'ray.io/cluster'"),
+        ({"cluster_selector": {"team": "a"}},
+         "clusterSelector: needs a non-empty 'ray.io/cluster'"),
         ({"cluster_selector": {"ray.io/cluster": "rc"}, "submission_mode": "SidecarMode"},
          "SidecarMode does not take a clusterSelector"),
         ({"cluster_selector": {"ray.io/cluster": "rc"}, "backoff_limit": 1},
