@@ -19,6 +19,14 @@ from .gke_cluster_args import GkeClusterArgs as GkeClusterArgs
 from .gke_cluster_args import SystemPoolArgs as SystemPoolArgs
 from .kuberay_operator import KubeRayOperator as KubeRayOperator
 from .kuberay_operator import KubeRayOperatorArgs as KubeRayOperatorArgs
+from .kueue import Kueue as Kueue
+from .kueue import KueueArgs as KueueArgs
+from .kueue_queues import HostQuota as HostQuota
+from .kueue_queues import KueueQueues as KueueQueues
+from .kueue_queues import KueueQueuesArgs as KueueQueuesArgs
+from .kueue_queues import TeamQueue as TeamQueue
+from .kueue_queues import TpuFlavor as TpuFlavor
+from .kueue_queues import TpuQuota as TpuQuota
 from .monitoring import FleetMonitoring as FleetMonitoring
 from .monitoring import FleetMonitoringArgs as FleetMonitoringArgs
 from .monitoring import MonitoredSliceGroup as MonitoredSliceGroup
@@ -50,10 +58,15 @@ __all__ = [
     "FleetMonitoringArgs",
     "GkeCluster",
     "GkeClusterArgs",
+    "HostQuota",
     "ImageRegistry",
     "ImageRegistryArgs",
     "KubeRayOperator",
     "KubeRayOperatorArgs",
+    "Kueue",
+    "KueueArgs",
+    "KueueQueues",
+    "KueueQueuesArgs",
     "MonitoredSliceGroup",
     "Network",
     "NetworkArgs",
@@ -63,6 +76,9 @@ __all__ = [
     "SliceAutoscaling",
     "SliceShape",
     "SystemPoolArgs",
+    "TeamQueue",
+    "TpuFlavor",
+    "TpuQuota",
     "TpuRayCluster",
     "TpuRayClusterArgs",
     "TpuSlicePool",

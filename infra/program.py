@@ -36,6 +36,7 @@ from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
 from . import versions
 from .apis import after_apis, declare_project_services
 from .config import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig, parse_stack_config
+from .kueue_program import build_kueue, kueue_problems
 from .monitoring_program import build_monitoring, monitoring_args
 from .ray_program import build_ray, ray_problems
 from .stack_key_paths import stack_key_message
@@ -333,7 +334,7 @@ def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
 def build(cfg: StackConfig) -> dict[str, Any]:
     """Declare every resource of the stack; return the stack outputs."""
     # Ray-side problems (names, image vs rayVersion, ...) before anything is declared.
-    problems = ray_problems(cfg)
+    problems = ray_problems(cfg) + kueue_problems(cfg)
     if problems:
         raise ConfigError(problems)
     monitoring_args(cfg, _labels(cfg))  # raises ConfigError before anything is declared
@@ -348,6 +349,9 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )
+    # Teams: Kueue on the system pool (never waiting on TPU pools) and the team queues.
+    outputs |= build_kueue(cfg, provider=infra.provider, depends_on=infra.operator_depends_on,
+                           system_pool=infra.system_pool_name)
     outputs |= build_monitoring(cfg, _labels(cfg), infra.api_options)
     return outputs
 

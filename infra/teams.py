@@ -21,6 +21,7 @@ from pydantic import Field
 
 from .config_base import ConfigModel
 from .names import DNS_LABEL
+from .versions import KUEUE_NAMESPACE
 
 if TYPE_CHECKING:
     from .config import SliceGroupConfig, StackConfig
@@ -36,7 +37,7 @@ TEAM_NAME_MAX_LEN = 30
 # Namespaces a team may not take: Kubernetes' and GKE's own, and those this stack's
 # components install into (the Ray and KubeRay namespaces come from the stack's config).
 RESERVED_NAMESPACES = frozenset({
-    "default", "kube-system", "kube-public", "kube-node-lease", "kueue-system",
+    "default", "kube-system", "kube-public", "kube-node-lease", KUEUE_NAMESPACE,
     "cert-manager", "ray-system", "config-management-system", "istio-system",
 })
 RESERVED_NAMESPACE_PREFIXES = ("kube-", "gke-", "gmp-")
