@@ -78,9 +78,11 @@ def training_rayjob(
     where = key or f"job {job.name!r}"
     try:
         train, opts = train_config(cfg, job)
-    except (BadFlags, TypeError, StopIteration) as e:
-        problems = e.problems if isinstance(e, BadFlags) else [str(e) or "no such slice group"]
-        raise ConfigError([f"{where}.train: {p}" for p in problems]) from None
+    except BadFlags as e:
+        raise ConfigError([f"{where}.train: {p}" for p in e.problems]) from None
+    except StopIteration:
+        raise ConfigError([f"{where}.sliceGroup: {job.slice_group!r} is not a raytpu:slices "
+                           "entry"]) from None
     group = next(s for s in cfg.slices if s.name == job.slice_group)
     ns = namespace or cfg.ray.namespace
     ksa = service_account or cfg.ray.service_account
