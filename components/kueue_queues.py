@@ -26,12 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 import pulumi
-from raytpu.catalog import TPU_RESOURCE, TPU_TOLERATION
+from raytpu.catalog import TPU_RESOURCE
 from raytpu.components._options import depends_on_of
-from raytpu.components.k8s_objects import Toleration
 from raytpu.components.kueue_objects import (
     ClusterQueue,
     ClusterQueueSpec,
@@ -43,6 +41,7 @@ from raytpu.components.kueue_objects import (
     ResourceQuota,
     WorkloadPriorityClass,
 )
+from raytpu.components.ray_pod_templates import TPU_TOLERATION
 from raytpu.names import K8S_NAME
 
 # Values of the priorities a team's jobs get (raytpu:teams[].priority): only their order
@@ -152,7 +151,7 @@ class KueueQueuesArgs:
 
 def flavor_spec(f: TpuFlavor) -> ResourceFlavorSpec:
     return {"nodeLabels": dict(f.node_labels),
-            "tolerations": [cast(Toleration, dict(TPU_TOLERATION))]}
+            "tolerations": [TPU_TOLERATION]}
 
 
 def cluster_queue_spec(t: TeamQueue, args: KueueQueuesArgs) -> ClusterQueueSpec:

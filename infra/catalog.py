@@ -28,10 +28,6 @@ TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Extended resource and taint key on every TPU node.
 TPU_RESOURCE = "google.com/tpu"
-# What lets a pod onto TPU nodes: GKE taints them google.com/tpu=present:NoSchedule. TPU
-# worker pods and the Kueue flavors of TPU slices carry it.
-TPU_TOLERATION: Mapping[str, str] = {"key": TPU_RESOURCE, "operator": "Exists",
-                                     "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 # KubeRay's default submitter container requests (kuberay ray-operator common/job.go
 # GetDefaultSubmitterContainer), which Kueue v0.19.2 counts for a K8sJobMode RayJob's
 # submitter PodSet (pkg/controller/jobs/rayjob/rayjob_controller.go defaultSubmitterResources).
-SUBMITTER_CPU = Decimal("0.5")
-SUBMITTER_MEMORY = Decimal(200 * 2**20)
+SUBMITTER_REQUESTS = {"cpu": "500m", "memory": "200Mi"}
+SUBMITTER_CPU = parse_quantity(SUBMITTER_REQUESTS["cpu"])
+SUBMITTER_MEMORY = parse_quantity(SUBMITTER_REQUESTS["memory"])
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 

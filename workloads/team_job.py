@@ -138,7 +138,7 @@ def submitter_template(image: str, system_pool: str = "system") -> dict[str, Any
         container_security_context,
         pod_security_context,
     )
-    from raytpu.kueue_program import NODEPOOL_LABEL
+    from raytpu.kueue_program import NODEPOOL_LABEL, SUBMITTER_REQUESTS
 
     return {"spec": {
         "restartPolicy": "Never",
@@ -148,7 +148,7 @@ def submitter_template(image: str, system_pool: str = "system") -> dict[str, Any
         "containers": [{
             "name": "ray-job-submitter",
             "image": image,
-            "resources": {"requests": {"cpu": "500m", "memory": "200Mi"},
+            "resources": {"requests": dict(SUBMITTER_REQUESTS),
                           "limits": {"cpu": "1", "memory": "1Gi"}},
             "securityContext": container_security_context(read_only_root=False),
         }],

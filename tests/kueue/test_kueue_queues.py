@@ -11,7 +11,6 @@ import pytest
 import yaml
 from kueue_support import cel_problems, kueue_problems
 from raytpu import versions
-from raytpu.catalog import TPU_TOLERATION
 from raytpu.components.kueue import chart_values, manager_config
 from raytpu.components.kueue_queues import (
     HostQuota,
@@ -20,6 +19,7 @@ from raytpu.components.kueue_queues import (
     TpuFlavor,
     TpuQuota,
 )
+from raytpu.components.ray_pod_templates import TPU_TOLERATION
 from raytpu.fit import parse_quantity
 from raytpu.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY, flavor_name
 from raytpu.manifests import objects
