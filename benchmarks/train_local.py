@@ -33,6 +33,9 @@ from typing import Any
 
 from raytpu.workloads.config import LaunchOptions, TrainConfig
 
+# The no-Ray harness (in-process hooks, N processes over gloo) is test code, not package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "workloads"))
+
 TARGETS = {
     "launcher_vs_no_ray": 0.9,  # (c) / (d)
     "xla_vs_eager": 0.7,  # (b) / (a)
@@ -49,9 +52,10 @@ def steady_tokens_per_s(records: list[dict[str, Any]], warmup: int) -> float:
 
 def single_process(kind: str, steps: int, compile: bool | None) -> list[dict[str, Any]]:
     """(a)/(b): the trainer in this process; ``kind`` is eager or xla."""
+    from no_ray import InProcessHooks
     from raytpu.catalog import slice_shape
     from raytpu.workloads.metrics import MfuBasis
-    from raytpu.workloads.trainer import HostPlace, InProcessHooks, make_parallelism, train
+    from raytpu.workloads.trainer import HostPlace, make_parallelism, train
 
     cfg = TrainConfig(steps=steps, checkpoint_every=10 * steps, compile=compile)
     hooks = InProcessHooks()
@@ -101,8 +105,8 @@ def main() -> int:
         print(json.dumps(single_process(args.single, args.steps, args.compile)))
         return 0
 
+    from no_ray import run_processes
     from raytpu.workloads.local_mode import run_local
-    from raytpu.workloads.mp_run import run_processes
 
     t0 = time.perf_counter()
     tag = "".join(f" {f}" for f in _compile_flag(args.compile))

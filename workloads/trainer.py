@@ -83,50 +83,6 @@ def _to_cpu(obj: Any) -> Any:
     return obj
 
 
-@dataclass
-class InProcessHooks:
-    """Hooks without Ray: checkpoints in a local folder, records kept in memory.
-
-    For tests and the benchmark's no-Ray baselines; ``rank`` 0 saves and keeps records.
-    """
-
-    checkpoint_dir: Path | None = None
-    rank: int = 0
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    def begin_attempt(self) -> tuple[int, bool]:
-        return 1, True
-
-    def _latest(self) -> Path | None:
-        if self.checkpoint_dir is None or not self.checkpoint_dir.is_dir():
-            return None
-        done = sorted(self.checkpoint_dir.glob("step_*/" + META_FILE))
-        return done[-1].parent if done else None
-
-    def restore(self) -> dict[str, Any] | None:
-        latest = self._latest()
-        return read_checkpoint(latest) if latest else None
-
-    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
-        if state is None or self.checkpoint_dir is None:
-            return
-        target = self.checkpoint_dir / f"step_{step:08d}"
-        target.mkdir(parents=True, exist_ok=True)
-        write_checkpoint(target, state)
-
-    def publish(self, records: list[dict[str, Any]]) -> None:
-        self.records.extend(records)
-
-    def flush(self) -> None:
-        pass
-
-    def settle(self) -> None:
-        pass  # save() wrote the checkpoint synchronously
-
-    def holding(self, step: int) -> None:
-        pass  # nothing kills an in-process run: the hold times out
-
-
 class StepLogger:
     """Turns per-step losses into records without stalling the device.
 
