@@ -103,11 +103,12 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
 
 
 @pytest.mark.slow
-def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
+def test_sync_free_adamw_matches_torch_adamw_and_resumes_exactly(
     tmp_path: Path, text_dir: Path
 ) -> None:
-    """XlaAdamW (the optimizer on XLA devices) against torch's AdamW, and a compiled XLA:CPU
-    run resumed from its checkpoint against the same run straight through."""
+    """torch_xla's sync-free AdamW (the optimizer on XLA devices) against torch's AdamW,
+    also taking over torch's state mid-run (a checkpoint from the eager path), and a
+    compiled XLA:CPU run resumed from its checkpoint against the same run straight through."""
     script = textwrap.dedent(
         f"""
         import json, pathlib, torch, torch_xla
@@ -115,7 +116,8 @@ def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
         from raytpu.workloads.config import ModelConfig, OptimConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.model import ByteLM
-        from raytpu.workloads.optim import XlaAdamW, build_optimizer, materialize_state, set_lr
+        from raytpu.workloads.optim import (
+            build_optimizer, materialize_state, optimizer_step, set_lr)
         from raytpu.workloads.trainer import HostPlace, make_parallelism, train
         from no_ray import InProcessHooks
         tiny = ModelConfig(**{TINY.__dict__!r})
@@ -123,19 +125,30 @@ def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
         out = {{}}
         batches = [torch.randint(0, 256, (2, 33), generator=torch.Generator().manual_seed(i))
                    for i in range(4)]
-        for kind in ("torch", "xla"):
+        # Which optimizer runs steps 1-2 and which 3-4 (the second loads the first's state).
+        for kind, first, then in (("torch", "torch", "torch"), ("xla", "xla", "xla"),
+                                  ("mixed", "torch", "xla")):
             torch.manual_seed(0)
             model = ByteLM(tiny).to(dev)
-            opt = build_optimizer(model, OptimConfig())
-            out["picked"] = type(opt).__name__
-            if kind == "torch":
-                opt = torch.optim.AdamW(opt.param_groups, foreach=True)
-            materialize_state(opt)
+
+            def make(which, state=None):
+                opt = build_optimizer(model, OptimConfig())
+                out["picked"] = type(opt).__module__ + "." + type(opt).__name__
+                if which == "torch":
+                    opt = torch.optim.AdamW(opt.param_groups, foreach=True)
+                if state is not None:
+                    opt.load_state_dict(state)
+                materialize_state(opt)
+                return opt
+
+            opt = make(first)
             for i, b in enumerate(batches):
+                if i == 2 and then != first:
+                    opt = make(then, opt.state_dict())
                 set_lr(opt, 1e-3 * (i + 1))
                 opt.zero_grad(set_to_none=True)
                 model.loss(b.to(dev)).backward()
-                opt.step()
+                optimizer_step(opt)
                 torch_xla.sync()
             out[kind] = torch.cat([p.detach().cpu().reshape(-1) for p in model.parameters()]
                                   ).tolist()
@@ -154,11 +167,15 @@ def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
         """
     )
     out = run_on_xla_cpu(script)
-    assert out["picked"] == "XlaAdamW"
+    assert out["picked"] == "torch_xla.amp.syncfree.adamw.AdamW"
     # Up to float32 rounding (XLA computes the bias corrections on the device).
     assert out["xla"] == pytest.approx(out["torch"], rel=1e-4, abs=1e-5)
-    # Same state layout, so checkpoints load into either optimizer.
-    assert out["xla_state"] == out["torch_state"] == [["exp_avg", "exp_avg_sq", "step"], 4.0]
+    assert out["mixed"] == pytest.approx(out["torch"], rel=1e-4, abs=1e-5)
+    # The same moments and count; the sync-free one adds its (empty) amsgrad buffer.
+    assert out["torch_state"] == [["exp_avg", "exp_avg_sq", "step"], 4.0]
+    assert out["xla_state"] == out["mixed_state"] == [
+        ["exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"], 4.0
+    ]
     assert [s for s, _ in out["first"]] == [1, 2, 3, 4]
     assert [s for s, _ in out["second"]] == [5, 6, 7]
     resumed = [loss for _, loss in out["first"] + out["second"]]
