@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 import pulumi
-from raytpu.components._wire import prune
+from raytpu.components.provider_inputs import drop_unset
 
 # Node VMs get the broad scope; what they may do is decided by IAM on their service account.
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -51,7 +51,7 @@ class GcpResource(pulumi.CustomResource):
         props: Mapping[str, Any],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        inputs: dict[str, Any] = prune(props)
+        inputs: dict[str, Any] = drop_unset(props)
         for out in self.OUTPUTS:
             inputs.setdefault(out, None)  # a slot the engine fills with the provider's value
         # In the generated classes' order: provider version, the caller's, then their own.
@@ -163,6 +163,24 @@ def gke_engine_versions(
         ENGINE_VERSIONS_TOKEN,
         {"location": location, "project": project},
         opts=opts,
+    )
+
+
+GET_CLUSTER_TOKEN = "gcp:container/getCluster:getCluster"
+
+
+def gke_cluster_lookup(
+    name: pulumi.Input[str], location: pulumi.Input[str], project: str
+) -> pulumi.Output[dict[str, Any]]:
+    """``gcp.container.getCluster`` of a cluster this program does not manage (wire-format
+    result: ``endpoint``, ``masterAuths[0].clusterCaCertificate``,
+    ``controlPlaneEndpointsConfigs[0].dnsEndpointConfigs[0].endpoint``, ...)."""
+    from pulumi_gcp import _utilities
+
+    return pulumi.runtime.invoke_output(
+        GET_CLUSTER_TOKEN,
+        {"name": name, "location": location, "project": project},
+        opts=pulumi.InvokeOutputOptions.merge(_utilities.get_invoke_opts_defaults(), None),
     )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypedDict
 
 import pulumi
-from raytpu.components._wire import prune
+from raytpu.components.provider_inputs import drop_unset
 from raytpu.versions import POD_SECURITY_LEVEL
 
 # -- object shapes (wire names) ---------------------------------------------------------
@@ -191,12 +191,12 @@ class KubeObject(pulumi.CustomResource):
         props: dict[str, Any] = {
             "apiVersion": self.API_VERSION,
             "kind": self.KIND,
-            "metadata": prune(metadata),
+            "metadata": drop_unset(metadata),
         }
         if spec is not None:
-            props["spec"] = prune(spec)
+            props["spec"] = drop_unset(spec)
         for key, value in (fields or {}).items():
-            props[key] = prune(value)
+            props[key] = drop_unset(value)
         for out in ("metadata", *self.OUTPUTS):
             props.setdefault(out, None)
         merged = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)

@@ -103,17 +103,25 @@ DEFAULT_OPERATOR_RESOURCES: Mapping[str, Any] = {
 
 @dataclass(frozen=True)
 class KubeRayOperatorArgs:
+    """Inputs of :class:`KubeRayOperator`."""
+
     mode: Mode = "helm"
+    """``helm``: cert-manager, KubeRay and the TPU webhook from their charts;
+    ``gke-addon``: GKE's Ray Operator add-on (``GkeClusterArgs.ray_operator_addon``)."""
     namespace: str = "kuberay-system"
     """Namespace of the KubeRay operator (created here in helm mode)."""
     kuberay_version: str = versions.KUBERAY_VERSION
+    """KubeRay operator chart version (Helm mode)."""
     webhook_version: str = versions.CHARTS["kuberay-tpu-webhook"].version
+    """KubeRay TPU webhook chart version (Helm mode)."""
     cert_manager_version: str = versions.CHARTS["cert-manager"].version
+    """cert-manager chart version (the webhook's certificates)."""
     install_cert_manager: bool = True
     """False when the cluster already runs cert-manager (the webhook only needs its CRDs)."""
     operator_resources: Mapping[str, Any] = field(
         default_factory=lambda: dict(DEFAULT_OPERATOR_RESOURCES)
     )
+    """Requests and limits of the KubeRay operator pod."""
     node_selector: Mapping[str, str] = field(default_factory=dict)
     """Extra nodeSelector for the operator pods. Not needed to keep them off TPU nodes: those
     carry the ``google.com/tpu`` NoSchedule taint and the charts add no toleration."""

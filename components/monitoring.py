@@ -200,14 +200,17 @@ def _q(value: str) -> str:
 
 
 @dataclass(frozen=True)
-class SliceGroupWatch:
-    """One ``raytpu:slices`` entry as the dashboard and the alert see it."""
+class MonitoredSliceGroup:
+    """One slice group (a ``raytpu:slices`` entry) as the dashboard and the alert see it."""
 
     name: str
+    """Node pool name of the group (``TpuSlicePoolArgs.pool_name``)."""
     multi_host: bool
+    """Whether a slice spans several hosts (pools ``<name>-<index>``) or one (pool ``<name>``)."""
     expected_slices: int
     """Available slices below this (for ``alert_after_seconds``) alert; 0: never."""
     max_slices: int
+    """The most slices the group may have (the dashboard's scale)."""
 
     @property
     def pool_regex(self) -> str:
@@ -220,17 +223,25 @@ class FleetMonitoringArgs:
     """Inputs of :class:`FleetMonitoring`."""
 
     project: str
+    """GCP project the dashboard and the alert policy live in (the cluster's)."""
     stack: str
+    """Stack name; titles the dashboard and the alert."""
     cluster_name: str
     """GKE cluster name (``resource.label.cluster_name`` of the GKE system metrics)."""
     location: str
+    """The cluster's zone or region (``resource.label.location``)."""
     ray_cluster_name: str
+    """Name of the RayCluster whose pods the dashboard charts."""
     ray_namespace: str
-    slice_groups: tuple[SliceGroupWatch, ...]
+    """Namespace of the RayCluster."""
+    slice_groups: tuple[MonitoredSliceGroup, ...]
+    """The slice groups to chart and alert on."""
     alert_after_seconds: int = 600
     """How long a slice group may lack slices before the alert fires (whole minutes)."""
     notification_channels: tuple[str, ...] = ()
+    """``projects/<p>/notificationChannels/<id>`` the alert notifies."""
     user_labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels on the alert policy."""
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -247,7 +258,7 @@ class FleetMonitoringArgs:
                                  f"{g.expected_slices} is outside 0..{g.max_slices}")
 
     @property
-    def watched(self) -> tuple[SliceGroupWatch, ...]:
+    def watched(self) -> tuple[MonitoredSliceGroup, ...]:
         """The groups the alert covers: multi-host, with slices that must be there."""
         return tuple(g for g in self.slice_groups if g.multi_host and g.expected_slices > 0)
 
@@ -310,7 +321,7 @@ def dashboard_json(args: FleetMonitoringArgs) -> str:
     return json.dumps(doc, sort_keys=True)
 
 
-def slice_alert_query(args: FleetMonitoringArgs, g: SliceGroupWatch) -> str:
+def slice_alert_query(args: FleetMonitoringArgs, g: MonitoredSliceGroup) -> str:
     """PromQL: true while fewer than ``expected`` of the group's slices are available.
     ``or vector(0)``: a group whose pools report nothing counts as zero, not as silence."""
     selector = (f'monitored_resource="k8s_node_pool",cluster_name={_q(args.cluster_name)},'

@@ -32,7 +32,7 @@ from raytpu.components.gcp_resources import (
     ComputeRouterNat,
     ComputeSubnetwork,
 )
-from raytpu.names import DNS_LABEL, REGION
+from raytpu.names import DNS_LABEL, REGION, cidr_problem, control_plane_cidr_problem
 from raytpu.versions import IAP_SOURCE_RANGE, Ports
 
 # Ports the slices of a multislice job use between TPU hosts: the megascale coordinator
@@ -52,13 +52,10 @@ def _check_name(what: str, value: str, max_len: int = 63) -> None:
 
 
 def _check_cidr(what: str, value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-    try:
-        net = ipaddress.ip_network(value)
-    except ValueError:
-        raise ValueError(f"{what}: {value!r} is not a CIDR block") from None
-    if net.prefixlen == 0:
-        raise ValueError(f"{what}: {value!r} opens to the whole internet; name a narrower range")
-    return net
+    problem = cidr_problem(value)
+    if problem:
+        raise ValueError(f"{what}: {problem}")
+    return ipaddress.ip_network(value)
 
 
 def _check_ports(what: str, ports: Sequence[int]) -> None:
@@ -139,12 +136,9 @@ class NetworkArgs:
         _check_name("NetworkArgs.node_tag", self.node_tag)
         _check_name("NetworkArgs.tpu_node_tag", self.tpu_node_tag)
         if self.master_ipv4_cidr_block is not None:
-            net = _check_cidr("NetworkArgs.master_ipv4_cidr_block", self.master_ipv4_cidr_block)
-            if net.prefixlen != 28:
-                raise ValueError(
-                    f"NetworkArgs.master_ipv4_cidr_block: {self.master_ipv4_cidr_block!r} must "
-                    "be a /28 (GKE private control plane)"
-                )
+            problem = control_plane_cidr_problem(self.master_ipv4_cidr_block)
+            if problem:
+                raise ValueError(f"NetworkArgs.master_ipv4_cidr_block: {problem}")
         if self.create:
             if self.existing is not None:
                 raise ValueError("NetworkArgs.existing: only used with create=False")

@@ -100,14 +100,20 @@ _HEADLESS_SUFFIX = len("-headless")
 
 
 @dataclass(frozen=True)
-class SliceGroup:
-    """One worker group: ``max_slices`` slices of one shape (one node pool per slice)."""
+class TpuWorkerGroup:
+    """One KubeRay worker group, serving one slice group: up to ``max_slices`` slices of one
+    shape (one node pool per slice), each slice ``shape.hosts`` pods."""
 
     name: str
+    """Worker group name (KubeRay ``groupName``); names the TPU host pods."""
     shape: SliceShape
+    """Shape of every slice in the group (``slice_shape("v5litepod-16")``)."""
     min_slices: int
+    """Fewest slices (``minReplicas``)."""
     max_slices: int
+    """Most slices (``maxReplicas``)."""
     initial_slices: int
+    """Slices at creation (``replicas``), within ``[min_slices, max_slices]``."""
 
     @property
     def elastic(self) -> bool:
@@ -116,15 +122,22 @@ class SliceGroup:
 
 @dataclass(frozen=True)
 class TpuRayClusterArgs:
+    """Inputs of :class:`TpuRayCluster`. Problems are reported by :func:`args_problems`."""
+
     cluster_name: str
+    """RayCluster name (a DNS label; with each group name it must fit pod names)."""
     namespace: str
+    """Namespace of the RayCluster (created here with ``create_namespace``)."""
     service_account: str
+    """Kubernetes service account of the Ray pods, bound to ``gsa_email``."""
     gsa_email: pulumi.Input[str]
     """Google service account the pods act as (Workload Identity)."""
     image: str
     """Ray image, pinned: its Ray version must equal ``ray_version``."""
-    slices: Sequence[SliceGroup]
+    worker_groups: Sequence[TpuWorkerGroup]
+    """One TPU worker group per slice group; at least one."""
     ray_version: str = versions.RAY_VERSION
+    """``rayVersion`` of the RayCluster."""
     checkpoint_uri: str | None = None
     """``gs://<bucket>/runs``: exported to every Ray container as RAYTPU_CHECKPOINT_URI."""
     system_pool: str | None = None
@@ -133,14 +146,20 @@ class TpuRayClusterArgs:
     """Node labels of every TPU node pool (pool name -> labels). When given, each group's
     nodeSelector must match at least one pool, else nothing is declared."""
     head_cpu: str = "4"
+    """CPU request and limit of the Ray head (it must fit a system pool node)."""
     head_memory: str = "16Gi"
+    """Memory request and limit of the Ray head."""
     autoscaling: bool | None = None
-    """In-tree autoscaler (v2). None: on when any slice group is elastic."""
+    """In-tree autoscaler (v2). None: on when any worker group is elastic."""
     idle_timeout_seconds: int = 600
+    """The autoscaler removes a slice idle this long."""
     dashboard_internal_lb: bool = False
+    """Expose the dashboard and client through an internal load balancer (with
+    ``access_cidrs``)."""
     access_cidrs: Sequence[str] = ()
     """``loadBalancerSourceRanges`` of the internal load balancer."""
     create_namespace: bool = True
+    """Declare ``namespace``; false when it exists already."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Extra labels for every object and pod template (never ``app.kubernetes.io/name``)."""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -161,11 +180,11 @@ class TpuRayClusterArgs:
     def autoscaling_enabled(self) -> bool:
         if self.autoscaling is not None:
             return self.autoscaling
-        return any(s.elastic for s in self.slices)
+        return any(s.elastic for s in self.worker_groups)
 
 
 @dataclass(frozen=True)
-class ArgKeys:
+class ProblemKeys:
     """How problems name the offending input: Args fields by default, config keys from
     :func:`raytpu.ray_program.build_ray`."""
 
@@ -176,16 +195,16 @@ class ArgKeys:
     auth: str = "auth"
     access_cidrs: str = "access_cidrs"
     labels: str = "labels"
-    slice: Callable[[int], str] = field(default=lambda i: f"slices[{i}]")
+    worker_group: Callable[[int], str] = field(default=lambda i: f"worker_groups[{i}]")
 
 
 def _digits(n: int) -> int:
     return len(str(max(n, 0)))
 
 
-def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[str]:
+def args_problems(args: TpuRayClusterArgs, keys: ProblemKeys | None = None) -> list[str]:
     """Every reason ``args`` cannot make a working RayCluster, one sentence each."""
-    k = keys or ArgKeys()
+    k = keys or ProblemKeys()
     problems: list[str] = []
     c = args.cluster_name
     if not DNS_LABEL.match(c):
@@ -199,11 +218,11 @@ def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[
         problems.append(f"{k.cluster_name}: {c!r} ({len(c)} characters) is too long for the "
                         f"headless service '{c}-headless'; at most "
                         f"{MAX_NAME - _HEADLESS_SUFFIX} characters")
-    if not args.slices:
-        problems.append(f"{k.slice(0)}: at least one slice group is required")
+    if not args.worker_groups:
+        problems.append(f"{k.worker_group(0)}: at least one worker group is required")
     seen: set[str] = set()
-    for i, s in enumerate(args.slices):
-        key = f"{k.slice(i)}.name"
+    for i, s in enumerate(args.worker_groups):
+        key = f"{k.worker_group(i)}.name"
         g = s.name
         if not DNS_LABEL.match(g):
             problems.append(f"{key}: {g!r} must be a DNS label")
@@ -222,14 +241,14 @@ def args_problems(args: TpuRayClusterArgs, keys: ArgKeys | None = None) -> list[
             problems.append(f"{key}: {g!r} makes TPU host names of {host} characters "
                             f"('{g}-<replica>-<worker>'); at most {MAX_NAME}")
         if not 0 <= s.min_slices <= s.initial_slices <= s.max_slices or s.max_slices < 1:
-            problems.append(f"{k.slice(i)}: slices min {s.min_slices} <= initial "
+            problems.append(f"{k.worker_group(i)}: slices min {s.min_slices} <= initial "
                             f"{s.initial_slices} <= max {s.max_slices} (max >= 1) does not hold")
         if args.tpu_pools is not None:
             selector = s.shape.node_selector
             if not any(all(labels.get(lk) == lv for lk, lv in selector.items())
                        for labels in args.tpu_pools.values()):
                 pools = ", ".join(f"{n} {dict(lb)}" for n, lb in args.tpu_pools.items()) or "none"
-                problems.append(f"{k.slice(i)}: no TPU node pool has the labels {selector} "
+                problems.append(f"{k.worker_group(i)}: no TPU node pool has the labels {selector} "
                                 f"that group {g!r} selects; pools: {pools}")
     if WEBHOOK_LABEL in args.labels:
         problems.append(f"{k.labels}: must not set {WEBHOOK_LABEL!r}: the KubeRay TPU webhook "
@@ -497,7 +516,7 @@ class TpuRayCluster(pulumi.ComponentResource):
             "authMode": args.auth,
             "authTokenCommand": (auth_token_command(args.cluster_name, args.namespace)
                                  if args.auth == "token" else None),
-            "workerGroups": [group_summary(s) for s in args.slices],
+            "workerGroups": [group_summary(s) for s in args.worker_groups],
         }
         self.register_outputs(self.outputs)
 
@@ -533,7 +552,7 @@ class TpuRayCluster(pulumi.ComponentResource):
                 read_only_root=a.read_only_root_filesystem,
             ),
         )
-        workers = [self._worker(s, labels) for s in a.slices]
+        workers = [self._worker(s, labels) for s in a.worker_groups]
         autoscale = a.autoscaling_enabled
         return RayClusterSpecArgs(
             ray_version=a.ray_version,
@@ -552,7 +571,7 @@ class TpuRayCluster(pulumi.ComponentResource):
             auth_options=AuthOptionsArgs(mode="token") if a.auth == "token" else None,
         )
 
-    def _worker(self, s: SliceGroup, labels: Mapping[str, str]) -> WorkerGroupSpecArgs:
+    def _worker(self, s: TpuWorkerGroup, labels: Mapping[str, str]) -> WorkerGroupSpecArgs:
         shape = s.shape
         res = worker_resources(shape)
         env: list[EnvVar] = [
@@ -605,7 +624,7 @@ def auth_token_command(cluster_name: str, namespace: str) -> str:
             f"{auth_secret_name(cluster_name)} -o jsonpath='{{.data.auth_token}}' | base64 -d)")
 
 
-def group_summary(s: SliceGroup) -> dict[str, Any]:
+def group_summary(s: TpuWorkerGroup) -> dict[str, Any]:
     return {
         "group": s.name,
         "accelerator": s.shape.accelerator_type,

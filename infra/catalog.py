@@ -28,6 +28,10 @@ TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Extended resource and taint key on every TPU node.
 TPU_RESOURCE = "google.com/tpu"
+# What lets a pod onto TPU nodes: GKE taints them google.com/tpu=present:NoSchedule. TPU
+# worker pods and the Kueue flavors of TPU slices carry it.
+TPU_TOLERATION: Mapping[str, str] = {"key": TPU_RESOURCE, "operator": "Exists",
+                                     "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)
@@ -369,10 +373,15 @@ class SliceShape:
     """One TPU slice: what its node pool and its Ray worker group are made of."""
 
     generation: Generation
+    """TPU generation (v4, v5e, v5p, v6e) and its facts."""
     accelerator_type: str
+    """GKE accelerator label value (``tpu-v5-lite-podslice``)."""
     topology: str
+    """Chip topology (``2x4``, ``2x2x2``)."""
     machine_type: str
+    """Machine type of each host VM (``ct5lp-hightpu-4t``)."""
     chips_per_vm: int
+    """Chips per host VM: each TPU pod requests this many ``google.com/tpu``."""
 
     @property
     def chips(self) -> int:

@@ -66,8 +66,9 @@ def plan(
 ) -> None:
     """Run the Pulumi program offline (mocked providers) and show what `pulumi up` would create."""
     from .config import ConfigError
-    from .plan import PlanError, render_plan, run_plan
+    from .plan import PlanError, run_plan
     from .plan_policies import load_policy_config, plan_policies
+    from .plan_render import render_plan
 
     try:
         pconfig = load_policy_config(policy_config)
@@ -76,16 +77,14 @@ def plan(
         raise fail(e.problems) from None
     except PlanError as e:
         raise fail([str(e)]) from None
-    on = not no_policies
+    violations, blocking = plan_policies(result, enabled=not no_policies, config=pconfig)
     if as_json:
         doc = result.to_dict()
-        violations, blocking = plan_policies(result, enabled=on, as_json=True, config=pconfig)
         if violations is not None:
-            doc["policies"] = violations
+            doc["policies"] = [v.to_dict() for v in violations]
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        render_plan(result)
-        _, blocking = plan_policies(result, enabled=on, config=pconfig)
+        render_plan(result, violations)
     global _skip_teardown
     _skip_teardown = True
     if blocking:  # after printing everything, as `pulumi preview` does

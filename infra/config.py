@@ -9,26 +9,20 @@ downstream ever sees raw config.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-)
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import versions
 from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
+from .config_base import ConfigModel as _Model
+from .config_base import Quantity
 from .fit import fit_problems, fit_warnings
-from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cluster_name_problem
+from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cidr_problem, cluster_name_problem
+from .teams import TeamConfig, team_problems, team_warnings
 
 NAMESPACE = "raytpu"
 
@@ -41,38 +35,6 @@ class ConfigError(Exception):
         super().__init__("\n".join(problems))
 
 
-class _Model(BaseModel):
-    # strict: a YAML value of the wrong type is an error, never coerced (`count: true` is not
-    # 1, `imageTag: 1.10` is not "1.1", `spot: "no"` is not False).
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
-        strict=True,
-    )
-
-
-def _quantity(value: Any) -> Any:
-    """Kubernetes quantities may be written as YAML numbers (``headCpu: 4``)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return value
-
-
-# Kubernetes resource.Quantity: a decimal number and an optional binary-SI (Ki..Ei),
-# decimal-SI (n, u, m, k, M, G, T, P, E) or exponent suffix (apimachinery quantity.go).
-_QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
-
-
-def _check_quantity(value: str) -> str:
-    if not _QUANTITY.match(value):
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)")
-    return value
-
-
-Quantity = Annotated[str, BeforeValidator(_quantity), AfterValidator(_check_quantity)]
-"""A Kubernetes resource quantity (``"4"``, ``"500m"``, ``"16Gi"``); a YAML number is taken
-as its decimal string."""
-
-
 class Autoscaling(_Model):
     """Elastic slices: how many slices of this shape may exist at once."""
 
@@ -80,7 +42,7 @@ class Autoscaling(_Model):
     max: int = Field(ge=1)
 
 
-class SliceConfig(_Model):
+class SliceGroupConfig(_Model):
     """One entry of ``raytpu:slices``: ``count`` slices of one TPU shape."""
 
     name: str
@@ -122,10 +84,11 @@ class AuthorizedNetwork(_Model):
 class SystemPool(_Model):
     """The CPU node pool for kube-system, the operators and the Ray head."""
 
+    # Ranges are checked once, by raytpu.components.SystemPoolArgs.
     machine_type: str = "n2-standard-8"
-    min_nodes: int = Field(1, ge=1)
-    max_nodes: int = Field(3, ge=1)
-    disk_size_gb: int = Field(100, ge=20)
+    min_nodes: int = 1
+    max_nodes: int = 3
+    disk_size_gb: int = 100
 
 
 class ClusterConfig(_Model):
@@ -204,28 +167,6 @@ class RegistryConfig(_Model):
     repository: str = "raytpu"
 
 
-class TeamConfig(_Model):
-    """One entry of ``raytpu:teams``: a research team sharing the stack's TPU slices.
-
-    Quotas count slices of a ``raytpu:slices`` entry (by its ``name``); Kueue gets them as
-    ``google.com/tpu`` chips. Semantic checks (unknown slice groups, quotas above the fleet,
-    reserved namespaces) are in ``_team_problems``.
-    """
-
-    name: str
-    """DNS label: the team's namespace, LocalQueue and ClusterQueue derive from it."""
-    members: list[str] = Field(min_length=1)
-    """Who may submit, in IAM member syntax (``group:ml@example.com``, ``user:...``)."""
-    quota: dict[str, Annotated[int, Field(ge=0)]] = Field(min_length=1)
-    """Nominal quota: slices per slice group."""
-    borrowing: dict[str, Annotated[int, Field(ge=0)]] = {}
-    """How many more slices per slice group the team may borrow from idle quota."""
-    priority: Literal["default", "high", "low"] = "default"
-    bucket_access: Literal["prefix", "bucket"] = "prefix"
-    """``prefix``: the team's own prefix of the stack's checkpoint bucket; ``bucket``: a
-    bucket of its own."""
-
-
 class ProjectConfig(_Model):
     """``raytpu:project``: what the stack may change on the GCP project itself."""
 
@@ -275,7 +216,7 @@ class StackConfig(_Model):
     stack: str = Field(alias="stack")
     project: str = Field(alias="gcp:project")
     zone: str = Field(alias="raytpu:zone")
-    slices: list[SliceConfig] = Field(alias="raytpu:slices", min_length=1)
+    slices: list[SliceGroupConfig] = Field(alias="raytpu:slices", min_length=1)
     cluster: ClusterConfig = Field(ClusterConfig(), alias="raytpu:cluster")
     network: NetworkConfig = Field(NetworkConfig(), alias="raytpu:network")
     kuberay: KubeRayConfig = Field(KubeRayConfig(), alias="raytpu:kuberay")
@@ -337,6 +278,7 @@ class StackConfig(_Model):
                 "-o jsonpath='{.spec.authOptions}'` must not be empty"
             )
         out += fit_warnings(self)
+        out += team_warnings(self)
         return out
 
 
@@ -414,7 +356,7 @@ def _type_hint(kind: str, value: Any) -> str:
     return ""
 
 
-def _slice_problems(i: int, s: SliceConfig) -> list[str]:
+def _slice_problems(i: int, s: SliceGroupConfig) -> list[str]:
     key = f"raytpu:slices[{i}]"
     problems: list[str] = []
     if not DNS_LABEL.match(s.name) or len(s.name) > 24:
@@ -532,15 +474,9 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
               for i, c in enumerate(cfg.network.ray_access_cidrs)]
     cidrs += [(f"raytpu:cluster.masterAuthorizedNetworks[{i}].cidrBlock", n.cidr_block)
               for i, n in enumerate(cfg.cluster.master_authorized_networks)]
-    for key, cidr in cidrs:
-        try:
-            net = ipaddress.ip_network(cidr)
-        except ValueError:
-            problems.append(f"{key}: {cidr!r} is not a CIDR block")
-            continue
-        if net.prefixlen == 0:
-            problems.append(f"{key}: {cidr!r} opens to the whole internet; name a narrower range")
+    problems += [f"{key}: {p}" for key, cidr in cidrs if (p := cidr_problem(cidr))]
     problems += fit_problems(cfg)  # head/workers fit their nodes; Ray accepts the topologies
+    problems += team_problems(cfg)
     return problems
 
 
@@ -590,7 +526,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
         slices = ours.get(f"{NAMESPACE}:slices")
         for i, item in enumerate(slices if isinstance(slices, list) else []):
             with contextlib.suppress(ValidationError):  # already reported above
-                problems += _slice_problems(i, SliceConfig.model_validate(item))
+                problems += _slice_problems(i, SliceGroupConfig.model_validate(item))
         raise ConfigError(problems) from None
     problems = _semantic_problems(cfg) + _monitoring_cost_problems(cfg)
     if problems:

@@ -20,7 +20,7 @@ from . import prices
 from .cli_options import StackOpt, StacksDirOpt
 
 if TYPE_CHECKING:
-    from .config import SliceConfig, StackConfig
+    from .config import SliceGroupConfig, StackConfig
 
 # GKE spreads a regional cluster's node pools over the region's zones (three by default),
 # and node counts are per zone.
@@ -43,13 +43,13 @@ def _per_hour_and_month(
             "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)}
 
 
-def capacity_of(s: SliceConfig) -> str:
+def capacity_of(s: SliceGroupConfig) -> str:
     if s.spot:
         return "spot"
     return "reservation" if s.reservation else "on-demand"
 
 
-def _chip_price(cfg: StackConfig, s: SliceConfig, capacity: str) -> tuple[float | None, str]:
+def _chip_price(cfg: StackConfig, s: SliceGroupConfig, capacity: str) -> tuple[float | None, str]:
     """Price per chip-hour of a slice group and where it comes from."""
     gen = s.shape.generation.name
     override = cfg.cost.prices.get(gen)
@@ -70,7 +70,7 @@ def _chip_price(cfg: StackConfig, s: SliceConfig, capacity: str) -> tuple[float 
     return listed.on_demand, "list"
 
 
-def _group(cfg: StackConfig, s: SliceConfig) -> dict[str, Any]:
+def _group(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, Any]:
     capacity = capacity_of(s)
     price, source = _chip_price(cfg, s, capacity)
     chips = s.shape.chips
@@ -137,7 +137,8 @@ def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
-def _span(r: dict[str, float | None]) -> str:
+def money_span(r: dict[str, float | None]) -> str:
+    """``$lo - $hi`` (or one amount when they are equal) of a ``{min, max}`` range."""
     if r["min"] == r["max"]:
         return _money(r["min"])
     return f"{_money(r['min'])} - {_money(r['max'])}"
@@ -145,8 +146,8 @@ def _span(r: dict[str, float | None]) -> str:
 
 def summary_line(cost: dict[str, Any]) -> str:
     """One line for the plan's summary: the monthly range, and what is not priced."""
-    line = (f"fleet cost: {_span(cost['total']['monthly'])} / month "
-            f"({_span(cost['total']['hourly'])} / hour, {cost['currency']} list prices of "
+    line = (f"fleet cost: {money_span(cost['total']['monthly'])} / month "
+            f"({money_span(cost['total']['hourly'])} / hour, {cost['currency']} list prices of "
             f"{cost['prices']['date']})")
     if cost["unpriced"]:
         line += f"; not priced: {', '.join(cost['unpriced'])}"
@@ -164,13 +165,14 @@ def render_cost(cost: dict[str, Any]) -> None:
         n = str(slices["min"]) if slices["min"] == slices["max"] else \
             f"{slices['min']}..{slices['max']}"
         table.add_row(g["name"], g["tpu"], str(g["chips"]), n, g["capacity"],
-                      _money(g["price_per_chip_hour"]), _span(g["hourly"]), _span(g["monthly"]))
+                      _money(g["price_per_chip_hour"]), money_span(g["hourly"]),
+                      money_span(g["monthly"]))
     sp = cost["system_pool"]
     nodes = sp["nodes"]
     table.add_row("system", sp["machine_type"], "-", f"{nodes['min']}..{nodes['max']} VMs",
-                  sp["capacity"], "-", _span(sp["hourly"]), _span(sp["monthly"]))
-    table.add_row("[bold]total[/]", "", "", "", "", "", _span(cost["total"]["hourly"]),
-                  _span(cost["total"]["monthly"]))
+                  sp["capacity"], "-", money_span(sp["hourly"]), money_span(sp["monthly"]))
+    table.add_row("[bold]total[/]", "", "", "", "", "", money_span(cost["total"]["hourly"]),
+                  money_span(cost["total"]["monthly"]))
     console = Console()
     console.print(table)
     for part in [*cost["groups"], sp]:

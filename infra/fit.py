@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import catalog, versions
 
 if TYPE_CHECKING:
-    from .config import SliceConfig, StackConfig
+    from .config import SliceGroupConfig, StackConfig
 
 # Share of a node's allocatable left free for what else runs there: every GKE node's
 # DaemonSets (kube-proxy, logging, metadata server, the TPU device plugin on TPU nodes) and, on
@@ -208,7 +208,7 @@ def fit_problems(cfg: StackConfig) -> list[str]:
     return problems
 
 
-def _shape_error(s: SliceConfig) -> bool:
+def _shape_error(s: SliceGroupConfig) -> bool:
     try:
         s.shape  # noqa: B018 - resolving the shape is the check
     except catalog.CatalogError:

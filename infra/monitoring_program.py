@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
-from raytpu.components.monitoring import FleetMonitoring, FleetMonitoringArgs, SliceGroupWatch
+from raytpu.components.monitoring import FleetMonitoring, FleetMonitoringArgs, MonitoredSliceGroup
 
 from .config import ConfigError, StackConfig
 
@@ -30,7 +30,7 @@ def monitoring_args(cfg: StackConfig, labels: Mapping[str, str]) -> FleetMonitor
             ray_namespace=cfg.ray.namespace,
             slice_groups=tuple(
                 # A group should have its fixed count, or its autoscaling minimum, up.
-                SliceGroupWatch(name=s.name, multi_host=s.shape.multi_host,
+                MonitoredSliceGroup(name=s.name, multi_host=s.shape.multi_host,
                                 expected_slices=s.min_slices, max_slices=s.max_slices)
                 for s in cfg.slices
             ),

@@ -1,7 +1,9 @@
-"""Name rules of GCP and Kubernetes objects, checked before anything is declared."""
+"""Name and address rules of GCP and Kubernetes objects, checked before anything is declared:
+one function per rule, used by the stack config and the component Args alike."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 # RFC 1035 label: GCE resources, GKE clusters and node pools, Artifact Registry repositories.
@@ -37,3 +39,32 @@ def cluster_name_problem(name: str) -> str | None:
 # most 63 lowercase letters, digits, '_' or '-' (cloud.google.com/compute/docs/labeling-resources).
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+
+def cidr_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a source or address range, or ``None``."""
+    try:
+        net = ipaddress.ip_network(value)
+    except ValueError:
+        return f"{value!r} is not a CIDR block"
+    if net.prefixlen == 0:
+        return f"{value!r} opens to the whole internet; name a narrower range"
+    return None
+
+
+def control_plane_cidr_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a private GKE control plane's range, or ``None``."""
+    problem = cidr_problem(value)
+    if problem:
+        return problem
+    net = ipaddress.ip_network(value)
+    if net.prefixlen != 28 or not net.is_private:
+        return f"{value!r} must be a private /28 (GKE's private control plane)"
+    return None
+
+
+# The Kubernetes label on Ray worker pods and the Ray node label on their raylets naming the
+# slice group (``raytpu:slices[].name``): KubeRay copies a worker group's ``labels`` onto
+# both, and Ray's autoscaler gives the group's node type the same labels, so a capacity
+# request selecting it scales exactly that group (raytpu.workloads.scaling).
+SLICE_GROUP_LABEL = "raytpu.io/slice-group"

@@ -22,7 +22,7 @@ from typing import Any
 from pulumi.runtime import Mocks
 
 from .config import ConfigError, StackConfig, parse_stack_config
-from .cost import cost_of, summary_line
+from .cost import cost_of
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
 from .stack_file import default_stacks_dir as default_stacks_dir
@@ -153,6 +153,23 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
     return out
 
 
+def _fake_existing_cluster(args: dict[str, Any], project: str) -> dict[str, Any]:
+    """``gcp.container.getCluster`` of a cluster that exists outside the program."""
+    name, location = args.get("name"), args.get("location")
+    project = args.get("project") or project
+    return {
+        "id": f"projects/{project}/locations/{location}/clusters/{name}",
+        "name": name, "location": location, "project": project,
+        "endpoint": "10.0.0.3",
+        "masterAuths": [{"clusterCaCertificate": _FAKE_CA}],
+        "controlPlaneEndpointsConfigs": [{"dnsEndpointConfigs": [{
+            "endpoint": f"gke-fedcba9876543210-{project}.{location}.gke.goog",
+            "allowExternalTraffic": True,
+        }]}],
+        "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
+    }
+
+
 class RecordingMocks(Mocks):
     """``pulumi.runtime.Mocks`` that fake provider outputs and answer invokes."""
 
@@ -183,6 +200,8 @@ class RecordingMocks(Mocks):
                 "releaseChannelDefaultVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
                 "releaseChannelLatestVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
             }, []
+        if args.token == "gcp:container/getCluster:getCluster":
+            return _fake_existing_cluster(dict(args.args), self.project), []
         return {}, []
 
     def register_transform(self, transform: Any) -> None:  # pragma: no cover - unused
@@ -316,49 +335,3 @@ def run_program(
 
 def run_plan(stack: str, stacks_dir: Path | None = None) -> PlanResult:
     return run_program(stack, load_stack_file(stack, stacks_dir))
-
-
-# ---------------------------------------------------------------------------------------
-# Human rendering
-
-
-def render_plan(result: PlanResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.tree import Tree
-
-    console = Console()
-    tree = Tree(f"[bold]stack {result.stack}[/] — {len(result.resources)} resources")
-    nodes: dict[str, Any] = {}
-    for r in result.resources:
-        parent = nodes.get(r.parent or "", tree)
-        label = f"{r.name} [dim]{r.type}[/]"
-        if r.options.get("protect"):
-            label += " [yellow](protected)[/]"
-        nodes[r.name] = parent.add(label)
-    console.print(tree)
-
-    cfg = result.config
-    slices = Table("slice", "tpu", "topology", "hosts", "chips", "chips/host", "machine type",
-                   "slices", "zone", "spot", title="TPU slices")
-    for s in cfg.slices:
-        shape = s.shape
-        count = (f"{s.min_slices}..{s.max_slices}" if s.elastic else str(s.count))
-        slices.add_row(s.name, shape.accelerator_type, shape.topology, str(shape.hosts),
-                       str(shape.chips), str(shape.chips_per_vm), shape.machine_type, count,
-                       cfg.zone, "yes" if s.spot else "no")
-    console.print(slices)
-    console.print(summary_line(cost_of(cfg)))
-    for extra in _extra_tables(result):
-        console.print(extra)
-    for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-
-
-def _extra_tables(result: PlanResult) -> list[Any]:
-    """Tables other modules contribute (the Ray worker groups, the operator stack)."""
-    try:
-        from .plan_ray import ray_tables
-    except ImportError:
-        return []
-    return ray_tables(result)

@@ -31,11 +31,10 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
-from rich.markup import escape
 
 from .config import ConfigError
 from .plan import PlannedResource, PlanResult
-from .policy_rules import PACK_NAME, POLICIES
+from .policy_rules import POLICIES
 
 
 @dataclass(frozen=True)
@@ -143,40 +142,17 @@ def mandatory(violations: list[Violation]) -> list[Violation]:
     return [v for v in violations if v.level == EnforcementLevel.MANDATORY.value]
 
 
-def policies_lines(violations: list[Violation]) -> list[str]:
-    """The plan's policy section, one block per violation (rich markup): a header line,
-    then the message on its own indented line, so it reads whole at any width."""
-    lines = [f"[bold]Policy violations[/] ({len(mandatory(violations))} mandatory, "
-             f"{len(violations) - len(mandatory(violations))} advisory; {PACK_NAME})"]
-    for v in sorted(violations, key=lambda v: (v.level != "mandatory", v.policy, v.urn)):
-        resource = v.urn.rsplit("::", 1)[-1] if v.urn else "(stack)"
-        style = "red" if v.level == "mandatory" else "yellow"
-        lines.append(f"[{style}]{v.level}[/] {v.policy} [dim]{resource}[/]")
-        lines.append(f"    {escape(v.message)}")
-    return lines
-
-
-def plan_policies(result: PlanResult, *, enabled: bool = True, as_json: bool = False,
+def plan_policies(result: PlanResult, *, enabled: bool = True,
                   config: Mapping[str, Any] | None = None,
-                  ) -> tuple[list[dict[str, str]] | None, list[str]]:
-    """What ``raytpu plan`` adds: the violations as JSON rows (None when turned off) and one
-    line per mandatory violation (the plan then exits 3). Without ``as_json`` the section is
-    printed (call it after the plan's own output)."""
+                  ) -> tuple[list[Violation] | None, list[str]]:
+    """What ``raytpu plan`` adds: the violations (None when turned off) and one line per
+    mandatory violation (the plan then exits 3, after printing everything)."""
     if not enabled:
         return None, []
     violations = evaluate(result, config)
-    if not as_json:
-        from rich.console import Console
-
-        console = Console()
-        if violations:
-            for line in policies_lines(violations):
-                console.print(line)
-        else:
-            console.print(f"policies: {len(POLICIES)} rules of {PACK_NAME}, no violation")
     blocking = [f"policy {v.policy} ({v.urn or 'stack'}): {v.message}"
                 for v in mandatory(violations)]
-    return [v.to_dict() for v in violations], blocking
+    return violations, blocking
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

@@ -35,10 +35,11 @@ from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
 
 from . import versions
 from .apis import after_apis, declare_project_services
-from .args_keys import stack_key_message
-from .config import NAMESPACE, ConfigError, SliceConfig, StackConfig, parse_stack_config
+from .config import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig, parse_stack_config
+from .kueue_program import build_kueue, kueue_problems
 from .monitoring_program import build_monitoring, monitoring_args
 from .ray_program import build_ray, ray_problems
+from .stack_key_paths import stack_key_message
 
 if TYPE_CHECKING:
     import pulumi_kubernetes as k8s
@@ -121,7 +122,7 @@ def _labels(cfg: StackConfig) -> dict[str, str]:
     return {"app": "raytpu", "stack": re.sub(r"[^a-z0-9_-]", "-", cfg.stack.lower())[:63]}
 
 
-def cost_labels(cfg: StackConfig, s: SliceConfig) -> dict[str, str]:
+def cost_labels(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, str]:
     """GCE labels of a slice group's VMs: the stack's, the group, and the team when exactly
     one team has quota on the group (a shared group is split by GKE cost allocation)."""
     teams = [t.name for t in cfg.teams if s.name in t.quota]
@@ -157,7 +158,9 @@ def _stack_args(cfg: StackConfig) -> tuple[
         try:
             return factory()
         except (ValueError, TypeError) as e:
-            problems.append(stack_key_message(key, str(e)))
+            problem = stack_key_message(key, str(e))
+            if problem not in problems:  # NetworkArgs and GkeClusterArgs share the master range
+                problems.append(problem)
             return None  # type: ignore[return-value]
 
     c, n = cfg.cluster, cfg.network
@@ -206,7 +209,7 @@ def _stack_args(cfg: StackConfig) -> tuple[
         node_service_account_id=_account_id(c.name, "nodes"),
         resource_labels=_labels(cfg),
     ))
-    def pool(s: SliceConfig) -> TpuSlicePoolArgs:
+    def pool(s: SliceGroupConfig) -> TpuSlicePoolArgs:
         return TpuSlicePoolArgs(
             shape=s.shape,
             cluster=_PENDING,
@@ -331,7 +334,7 @@ def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
 def build(cfg: StackConfig) -> dict[str, Any]:
     """Declare every resource of the stack; return the stack outputs."""
     # Ray-side problems (names, image vs rayVersion, ...) before anything is declared.
-    problems = ray_problems(cfg)
+    problems = ray_problems(cfg) + kueue_problems(cfg)
     if problems:
         raise ConfigError(problems)
     monitoring_args(cfg, _labels(cfg))  # raises ConfigError before anything is declared
@@ -346,6 +349,9 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )
+    # Teams: Kueue on the system pool (never waiting on TPU pools) and the team queues.
+    outputs |= build_kueue(cfg, provider=infra.provider, depends_on=infra.operator_depends_on,
+                           system_pool=infra.system_pool_name)
     outputs |= build_monitoring(cfg, _labels(cfg), infra.api_options)
     return outputs
 

@@ -20,10 +20,10 @@ from raytpu.components.kuberay_operator import (
     KubeRayOperatorArgs,
 )
 from raytpu.components.tpu_ray_cluster import (
-    ArgKeys,
-    SliceGroup,
+    ProblemKeys,
     TpuRayCluster,
     TpuRayClusterArgs,
+    TpuWorkerGroup,
     args_problems,
 )
 from raytpu.versions import version_tuple
@@ -31,9 +31,9 @@ from raytpu.versions import version_tuple
 from .config import ConfigError, StackConfig
 
 
-def config_keys(cfg: StackConfig) -> ArgKeys:
+def config_keys(cfg: StackConfig) -> ProblemKeys:
     """Config keys, for problems reported against the stack file."""
-    return ArgKeys(
+    return ProblemKeys(
         cluster_name="raytpu:ray.clusterName",
         namespace="raytpu:ray.namespace",
         service_account="raytpu:ray.serviceAccount",
@@ -42,7 +42,7 @@ def config_keys(cfg: StackConfig) -> ArgKeys:
         auth="raytpu:ray.auth",
         access_cidrs="raytpu:network.rayAccessCidrs",
         labels="raytpu:ray.labels",
-        slice=lambda i: f"raytpu:slices[{i}]",
+        worker_group=lambda i: f"raytpu:slices[{i}]",
     )
 
 
@@ -63,9 +63,9 @@ def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
     )
 
 
-def slice_groups(cfg: StackConfig) -> list[SliceGroup]:
+def worker_groups(cfg: StackConfig) -> list[TpuWorkerGroup]:
     return [
-        SliceGroup(name=s.name, shape=s.shape, min_slices=s.min_slices, max_slices=s.max_slices,
+        TpuWorkerGroup(name=s.name, shape=s.shape, min_slices=s.min_slices, max_slices=s.max_slices,
                    initial_slices=s.initial_slices)
         for s in cfg.slices
     ]
@@ -87,7 +87,7 @@ def cluster_args(
         gsa_email=gsa_email,
         image=cfg.image,
         ray_version=r.version,
-        slices=slice_groups(cfg),
+        worker_groups=worker_groups(cfg),
         checkpoint_uri=cfg.checkpoint_uri,
         system_pool=system_pool,
         tpu_pools=tpu_pools,

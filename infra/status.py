@@ -32,7 +32,7 @@ import typer
 from .cli_options import StackOpt, StacksDirOpt
 
 if TYPE_CHECKING:
-    from .config import SliceConfig, StackConfig, TeamConfig
+    from .config import SliceGroupConfig, StackConfig, TeamConfig
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 RAY_CLUSTER_LABEL = "ray.io/cluster"
@@ -69,14 +69,14 @@ def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
-def pool_names(s: SliceConfig) -> list[str]:
+def pool_names(s: SliceGroupConfig) -> list[str]:
     """GKE node pools of a slice group (TpuSlicePool's naming)."""
     if s.shape.multi_host:
         return [f"{s.name}-{i}" for i in range(s.max_slices)]
     return [s.name]
 
 
-def _group_view(s: SliceConfig, nodes_by_pool: dict[str, list[Any]],
+def _group_view(s: SliceGroupConfig, nodes_by_pool: dict[str, list[Any]],
                 pods: list[Any]) -> dict[str, Any]:
     hosts = s.shape.hosts
     pools = []
@@ -124,13 +124,15 @@ def _chips(quantity: Any) -> int:
 
 def _team_view(team: TeamConfig, workloads: list[dict[str, Any]],
                queue: dict[str, Any] | None) -> dict[str, Any]:
+    from .teams import team_namespace
+
     def condition(w: dict[str, Any], kind: str) -> bool:
         return any(c.get("type") == kind and c.get("status") == "True"
                    for c in (w.get("status") or {}).get("conditions") or [])
 
     live = [w for w in workloads if not condition(w, "Finished")]
     admitted = sum(1 for w in live if condition(w, "Admitted"))
-    out: dict[str, Any] = {"name": team.name, "namespace": team.name,
+    out: dict[str, Any] = {"name": team.name, "namespace": team_namespace(team.name),
                            "workloads": {"admitted": admitted, "pending": len(live) - admitted}}
     if queue is None:
         out["cluster_queue"] = None
@@ -154,12 +156,14 @@ def _team_view(team: TeamConfig, workloads: list[dict[str, Any]],
 def queue_of(team: TeamConfig, queues: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The team's ClusterQueue: the one named after the team, else the one whose
     namespaceSelector picks the team's namespace."""
+    from .teams import cluster_queue_name, team_namespace
+
     for q in queues:
-        if (q.get("metadata") or {}).get("name") == team.name:
+        if (q.get("metadata") or {}).get("name") == cluster_queue_name(team.name):
             return q
     for q in queues:
         selector = ((q.get("spec") or {}).get("namespaceSelector") or {}).get("matchLabels") or {}
-        if selector.get("kubernetes.io/metadata.name") == team.name:
+        if selector.get("kubernetes.io/metadata.name") == team_namespace(team.name):
             return q
     return None
 
@@ -188,8 +192,11 @@ def fleet_status(cfg: StackConfig, reader: ClusterReader) -> dict[str, Any]:
                        for c in rc_status.get("conditions") or []},
     }
     groups = [_group_view(s, nodes_by_pool, pods_by_group.get(s.name, [])) for s in cfg.slices]
+    from .teams import team_namespace
+
     queues = reader.cluster_queues() if cfg.teams else []
-    teams = [_team_view(t, reader.workloads(t.name), queue_of(t, queues)) for t in cfg.teams]
+    teams = [_team_view(t, reader.workloads(team_namespace(t.name)), queue_of(t, queues))
+             for t in cfg.teams]
     return {
         "stack": cfg.stack,
         "cluster": cfg.cluster.name,

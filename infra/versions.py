@@ -40,6 +40,20 @@ MIN_RAY_VERSION_FOR_TOKEN_AUTH = "2.52.0"
 MIN_KUBERAY_VERSION_FOR_AUTH_OPTIONS = "1.5.1"
 
 
+# Kueue (raytpu:teams): the chart (CHARTS["kueue"]), its controller image (the chart's
+# values.yaml at the git tag names a staging image; the release job rewrites it to this one,
+# hack/helm-chart-package.sh), the API the stack writes (v1beta2: the storage version since
+# 0.16; v1beta1 is still served but deprecated) and the release namespace of the docs.
+KUEUE_VERSION = "0.19.2"
+KUEUE_IMAGE = "registry.k8s.io/kueue/kueue"
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+KUEUE_NAMESPACE = "kueue-system"
+# A Workload has at most 18 PodSets (kueue v0.19.2 pkg/controller/jobframework/constants.go
+# MaxPodSets; Workload CRD podSets maxItems=18). A RayJob's PodSets: the head, one per worker
+# group and, in K8sJobMode (KubeRay's default submissionMode), the submitter Job.
+KUEUE_MAX_POD_SETS = 18
+
+
 @dataclass(frozen=True)
 class HelmChart:
     chart: str
@@ -59,7 +73,10 @@ CHARTS: dict[str, HelmChart] = {
         "0.3.1",
         "oci://us-docker.pkg.dev/ai-on-gke/kuberay-tpu-webhook-helm",
     ),
+    # Kueue's chart, published with each release (site/content/en/docs/installation).
+    "kueue": HelmChart("kueue", KUEUE_VERSION, "oci://registry.k8s.io/kueue/charts"),
 }
+
 
 
 

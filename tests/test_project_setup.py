@@ -8,7 +8,6 @@ creates ``runtime.options.virtualenv`` relative to the project root and runs
 
 from __future__ import annotations
 
-import re
 import runpy
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 from raytpu import versions
+from test_dependencies import constraints
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,9 +105,7 @@ def test_workflows_pin_the_pulumi_cli_of_the_pinned_sdk() -> None:
     assert {name for name, _ in steps} >= {"preview.yml", "deploy.yml"}
     for name, with_ in steps:
         assert str(with_.get("pulumi-version")) == versions.PULUMI_VERSION, name
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    (pin,) = [d for d in deps if re.match(r"pulumi==", d)]
-    assert pin == f"pulumi=={versions.PULUMI_VERSION}"
+    assert constraints()["pulumi"] == versions.PULUMI_VERSION
 
 
 def test_installed_pulumi_sdk_is_the_pinned_one() -> None:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from raytpu.catalog import SliceShape
 
 VOCAB_SIZE = 256  # byte-level tokens: no tokenizer, nothing to download
 
@@ -52,6 +55,11 @@ class TrainConfig:
 
     tpu: str = "v4-16"
     slices: int = 1
+    topology: str | None = None
+    """The slice's topology as the stack declares it; None: the catalog's default."""
+    chips_per_host: int | None = None
+    """TPU chips per host (VM) as the stack's machine type has them; None: the catalog's
+    default for ``tpu`` (v5e/v6e 2x4 is one 8-chip VM by default, or two 4-chip VMs)."""
     steps: int = 50
     batch_per_host: int = 8
     seed: int = 0
@@ -73,6 +81,10 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def shape(self) -> SliceShape:
+        """The slice this run is for: ``tpu`` with its topology and chips per host."""
+        return slice_shape_of(self.tpu, self.topology, self.chips_per_host)
+
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
         raw = dict(raw)
@@ -90,6 +102,34 @@ class LaunchOptions:
     max_failures: int = 3
     metrics_out: str | None = None
     progress: bool = True
+    slice_group: str | None = None
+    """The RayCluster worker group (``raytpu:slices[].name``) the run asks the autoscaler to
+    scale (:mod:`raytpu.workloads.scaling`); None: use whatever nodes exist."""
+    dry_run: bool = False
+    """Print the Ray Train scaling as JSON and contact nothing (``--dry-run``)."""
+
+
+def slice_shape_of(tpu: str, topology: str | None, chips_per_host: int | None) -> SliceShape:
+    """The catalog's slice shape for an accelerator type, topology and chips per host.
+    Raises :class:`raytpu.catalog.CatalogError` naming the field at fault."""
+    from raytpu.catalog import CatalogError, slice_shape
+
+    shape = slice_shape(tpu, topology)
+    if chips_per_host is None or chips_per_host == shape.chips_per_vm:
+        return shape
+    machine = shape.generation.machine_types.get(chips_per_host)
+    if machine is None:
+        valid = [str(c) for c in shape.generation.machine_types]
+        raise CatalogError("chipsPerHost", chips_per_host,
+                           f"is not a TPU {shape.generation.name} VM size", valid)
+    try:
+        return slice_shape(tpu, shape.topology, machine)
+    except CatalogError as e:  # the VM exists but cannot host this slice
+        raise CatalogError("chipsPerHost", chips_per_host,
+                           f"chips per host cannot make a {shape.accelerator_type} "
+                           f"({shape.topology}) slice",
+                           [str(c) for c, m in shape.generation.machine_types.items()
+                            if m in e.valid]) from None
 
 
 # (flag, TrainConfig path, type): the launcher's command line, shared by `raytpu submit`
@@ -97,6 +137,8 @@ class LaunchOptions:
 _FLAGS: tuple[tuple[str, str, type], ...] = (
     ("--tpu", "tpu", str),
     ("--slices", "slices", int),
+    ("--topology", "topology", str),
+    ("--chips-per-host", "chips_per_host", int),
     ("--steps", "steps", int),
     ("--batch-per-host", "batch_per_host", int),
     ("--seed", "seed", int),
@@ -131,6 +173,10 @@ def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
         argv += ["--metrics-out", opts.metrics_out]
     if not opts.progress:
         argv.append("--no-progress")
+    if opts.slice_group:
+        argv += ["--slice-group", opts.slice_group]
+    if opts.dry_run:
+        argv.append("--dry-run")
     return argv
 
 
@@ -152,6 +198,9 @@ def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
     parser.add_argument("--max-failures", type=int, default=LaunchOptions.max_failures)
     parser.add_argument("--metrics-out")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--slice-group")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the Ray Train scaling as JSON; contact nothing")
     ns = vars(parser.parse_args(argv))
     sections: dict[str, dict[str, Any]] = {"": {}, "model": {}, "optim": {}}
     for _, path, _ in _FLAGS:
@@ -167,5 +216,7 @@ def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
         max_failures=ns["max_failures"],
         metrics_out=ns["metrics_out"],
         progress=not ns["no_progress"],
+        slice_group=ns["slice_group"],
+        dry_run=ns["dry_run"],
     )
     return cfg, opts

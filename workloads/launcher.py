@@ -17,6 +17,7 @@ path and run name. Run as ``python -m raytpu.workloads.launcher`` on the cluster
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -36,11 +37,11 @@ from ray.train.v2.api.config import CheckpointConfig, FailureConfig, RunConfig, 
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from ray.util.tpu import get_tpu_coordinator_env_vars
-from raytpu.catalog import slice_shape
 from raytpu.versions import Ports
 
 from .config import LaunchOptions, TrainConfig, from_argv
 from .metrics import MetricsSink, MetricsWriter, MfuBasis, ProgressFile
+from .scaling import TrainScaling
 
 GLOO_TIMEOUT = timedelta(minutes=10)
 POLL_S = 0.5  # driver: drain the metrics sink this often
@@ -231,7 +232,7 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     from .trainer import HostPlace, make_parallelism, train
 
     cfg = TrainConfig.from_dict(config["train"])
-    shape = slice_shape(cfg.tpu)
+    shape = cfg.shape()
     ctx = ray.train.get_context()
     rank, world = ctx.get_world_rank(), ctx.get_world_size()
     real_tpu = os.environ.get("PJRT_DEVICE", "").upper() == "TPU"
@@ -286,7 +287,8 @@ def launch(
     them (the local mode's preemption rehearsal hooks in here).
     """
     t0 = time.perf_counter()
-    shape = slice_shape(cfg.tpu)
+    shape = cfg.shape()
+    scaling = TrainScaling.of(cfg, opts.slice_group)
     progress_file = ProgressFile(f"{opts.storage_path.rstrip('/')}/{opts.run_name}")
     before = progress_file.read()
     here = ray.get_runtime_context().get_node_id()
@@ -304,13 +306,7 @@ def launch(
         ray_train_loop,
         train_loop_config={"train": cfg.to_dict(), "sink": sink},
         backend_config=TpuGlooConfig(num_slices=cfg.slices),
-        scaling_config=ScalingConfig(
-            num_workers=shape.hosts * cfg.slices,
-            use_tpu=True,
-            topology=shape.topology,
-            accelerator_type=shape.generation.ray_accelerator_type,
-            resources_per_worker={"TPU": shape.chips_per_vm, "CPU": 1},
-        ),
+        scaling_config=ScalingConfig(**scaling.scaling_config_kwargs()),
         # Ray annotates this parameter with the v1 RunConfig; v2 requires the v2 class.
         run_config=RunConfig(  # type: ignore[arg-type]
             name=opts.run_name,
@@ -345,9 +341,13 @@ def launch(
 
     pump_thread = threading.Thread(target=pump, name="raytpu-metrics", daemon=True)
     pump_thread.start()
+    if scaling.capacity_request:
+        _request_capacity(scaling.capacity_request)
     try:
         trainer.fit()
     finally:
+        if scaling.capacity_request:
+            _request_capacity([])  # let the idle timeout scale the group back down
         stop.set()
         pump_thread.join(timeout=30)
         if own_writer:
@@ -364,9 +364,22 @@ def launch(
     )
 
 
+def _request_capacity(request: list[dict[str, Any]]) -> None:
+    """Ask the autoscaler for the run's hosts (persistent until the next call; ``[]``
+    withdraws it). See :mod:`raytpu.workloads.scaling` for why Ray Train's own slice
+    reservation cannot scale a group up from zero."""
+    from ray.autoscaler.sdk import request_resources
+
+    request_resources(bundles=[r["resources"] for r in request],
+                      bundle_label_selectors=[r["label_selector"] for r in request])
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m raytpu.workloads.launcher [trainer flags] --storage-path gs://...``."""
     cfg, opts = from_argv(sys.argv[1:] if argv is None else argv)
+    if opts.dry_run:  # contacts nothing: no ray.init
+        print(json.dumps(TrainScaling.of(cfg, opts.slice_group).to_dict()))
+        return 0
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
     result = launch(cfg, opts)
     print(

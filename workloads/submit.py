@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from . import ray_auth
-from .commands import BadFlags, build_config
 from .config import LaunchOptions, to_argv
+from .scaling import RUNTIME_ENV_VARS
+from .train_options import BadFlags, build_config
 
 
 class SubmitError(RuntimeError):
@@ -104,13 +105,17 @@ def build_submission(
                         f"(raytpu:slices entry {group.name!r})"])
     if max_failures < 0:
         raise BadFlags([f"--max-failures: {max_failures} must not be negative"])
+    shape = group.shape
+    # The slice exactly as the stack declares it (topology, VM size), not catalog defaults.
     train_cfg = build_config(
-        tpu=group.shape.accelerator_type, slices=n_slices, check_data=False, **trainer
+        tpu=shape.accelerator_type, topology=shape.topology, chips_per_host=shape.chips_per_vm,
+        slices=n_slices, check_data=False, **trainer
     )
     storage_path = cfg.checkpoint_uri
     opts = LaunchOptions(
         storage_path=storage_path, run_name=run_name, max_failures=max_failures,
         progress=False,  # job logs are not a terminal
+        slice_group=group.name,
     )
     entrypoint = shlex.join(
         ["python", "-m", "raytpu.workloads.launcher", *to_argv(train_cfg, opts)]
@@ -118,15 +123,15 @@ def build_submission(
     return Submission(
         address=address,
         entrypoint=entrypoint,
-        runtime_env={"env_vars": {"PJRT_DEVICE": "TPU", "RAY_TRAIN_V2_ENABLED": "1"}},
-        metadata={"stack": stack, "run_name": run_name, "tpu": group.shape.accelerator_type,
-                  "slices": str(n_slices)},
+        runtime_env={"env_vars": dict(RUNTIME_ENV_VARS)},
+        metadata={"stack": stack, "run_name": run_name, "tpu": shape.accelerator_type,
+                  "slice_group": group.name, "slices": str(n_slices)},
         cluster_name=cfg.ray.cluster_name,
         namespace=cfg.ray.namespace,
         storage_path=storage_path,
         auth=cfg.ray.auth,
-        extra={"image": cfg.image, "topology": group.shape.topology,
-               "hosts_per_slice": group.shape.hosts},
+        extra={"image": cfg.image, "slice_group": group.name, "topology": shape.topology,
+               "hosts_per_slice": shape.hosts, "chips_per_host": shape.chips_per_vm},
     )
 
 

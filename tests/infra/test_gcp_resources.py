@@ -17,7 +17,7 @@ import pulumi_gcp as gcp
 import pytest
 from infra_support import PROJECT, REGION, ZONE, marker, run_alone
 from raytpu.components import gcp_resources as thin
-from raytpu.components._wire import prune
+from raytpu.components.provider_inputs import drop_unset
 from raytpu.plan import PlannedResource, RecordingMocks
 
 CLUSTER_ID = f"projects/{PROJECT}/locations/{ZONE}/clusters/c"
@@ -301,8 +301,8 @@ def test_every_binding_has_a_case() -> None:
     assert bindings == covered
 
 
-def test_prune_drops_unset_fields_at_every_depth() -> None:
-    assert prune({"a": None, "b": {"c": None, "d": [{"e": None, "f": 1}]}, "g": 0}) == {
+def test_drop_unset_drops_unset_fields_at_every_depth() -> None:
+    assert drop_unset({"a": None, "b": {"c": None, "d": [{"e": None, "f": 1}]}, "g": 0}) == {
         "b": {"d": [{"f": 1}]}, "g": 0,
     }
 
@@ -328,3 +328,26 @@ def test_engine_versions_invoke_matches_pulumi_gcp(monkeypatch: pytest.MonkeyPat
     run_alone(program)
     assert len(calls) == 2 and calls[0] == calls[1]
     assert results["thin"] == results["real"] and results["real"]["REGULAR"]
+
+
+def test_cluster_lookup_invoke_matches_pulumi_gcp(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, dict[str, Any], str]] = []
+    original = RecordingMocks.call
+
+    def spy(self: RecordingMocks, args: Any) -> Any:
+        calls.append((args.token, dict(args.args), args.provider))
+        return original(self, args)
+
+    monkeypatch.setattr(RecordingMocks, "call", spy)
+    results: dict[str, Any] = {}
+
+    def program() -> None:
+        real = gcp.container.get_cluster_output(name="theirs", location=ZONE, project=PROJECT)
+        mine = thin.gke_cluster_lookup("theirs", ZONE, PROJECT)
+        real.endpoint.apply(lambda v: results.setdefault("real", v))
+        mine.apply(lambda v: results.setdefault("thin", v["endpoint"]))
+        marker()
+
+    run_alone(program)
+    assert len(calls) == 2 and calls[0] == calls[1]
+    assert results["thin"] == results["real"] == "10.0.0.3"

@@ -19,11 +19,8 @@ from infra_support import (
     run_alone,
 )
 from raytpu.components import AuthorizedNetwork, GkeCluster, GkeClusterArgs, SystemPoolArgs
-from raytpu.components.gke_cluster import (
-    NODE_SERVICE_ACCOUNT_ROLES,
-    GkeVersionError,
-    check_gke_version,
-)
+from raytpu.components.gke_cluster_args import NODE_SERVICE_ACCOUNT_ROLES
+from raytpu.components.gke_version_policy import GkeVersionError, check_gke_version
 from raytpu.plan import PlanResult
 from raytpu.versions import version_tuple
 
@@ -203,7 +200,7 @@ def test_bad_args_are_refused(kw: dict[str, Any], message: str) -> None:
 
 
 def test_bad_system_pool_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"min_nodes \(3\) <= max_nodes \(1\)"):
+    with pytest.raises(ValueError, match=r"max_nodes: 1 is below SystemPoolArgs.min_nodes \(3\)"):
         SystemPoolArgs(min_nodes=3, max_nodes=1)
 
 

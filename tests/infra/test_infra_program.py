@@ -189,7 +189,7 @@ def test_regional_cluster_and_existing_network() -> None:
     ({"raytpu_network": {"rayAccessCidrs": ["0.0.0.0/0"]}},
      "raytpu:network.rayAccessCidrs[0]: '0.0.0.0/0' opens to the whole internet"),
     ({"raytpu_cluster": {"masterIpv4CidrBlock": "172.16.0.0/24"}},
-     "raytpu:cluster.masterIpv4CidrBlock: '172.16.0.0/24' must be a /28"),
+     "raytpu:cluster.masterIpv4CidrBlock: '172.16.0.0/24' must be a private /28"),
     ({"raytpu_storage": {"bucket": "Not_A_Bucket"}},
      "raytpu:storage.bucket: 'Not_A_Bucket'"),
     ({"raytpu_cluster": {"nmae": "typo"}}, "raytpu:cluster.nmae: unknown key"),

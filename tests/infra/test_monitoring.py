@@ -16,7 +16,7 @@ from raytpu.components.monitoring import (
     FleetMonitoring,
     FleetMonitoringArgs,
     LabelMappingArgs,
-    SliceGroupWatch,
+    MonitoredSliceGroup,
 )
 from raytpu.config import ConfigError
 from raytpu.plan import PlanResult, load_stack_file, run_program
@@ -118,14 +118,14 @@ def test_bad_monitoring_config_is_a_config_error_before_declaring() -> None:
 
 
 def test_component_refuses_bad_args() -> None:
-    group = SliceGroupWatch("g", multi_host=True, expected_slices=1, max_slices=1)
+    group = MonitoredSliceGroup("g", multi_host=True, expected_slices=1, max_slices=1)
     base: dict[str, Any] = {
         "project": "p", "stack": "s", "cluster_name": "c", "location": "us-west4-a",
         "ray_cluster_name": "r", "ray_namespace": "ray", "slice_groups": (group,)}
     errors = refused_alone(
         lambda: FleetMonitoring("m", FleetMonitoringArgs(**base, alert_after_seconds=90)),
         lambda: FleetMonitoring("m", FleetMonitoringArgs(**{**base, "slice_groups": (
-            SliceGroupWatch("g", True, expected_slices=3, max_slices=2),)})),
+            MonitoredSliceGroup("g", True, expected_slices=3, max_slices=2),)})),
         lambda: FleetMonitoring("m", base),  # type: ignore[arg-type]
         lambda: LabelMappingArgs(from_="x", to="cluster"),
     )

@@ -37,7 +37,7 @@ from raytpu.components import (
 )
 from raytpu.components.gcp_resources import ComputeFirewall, ContainerCluster, ContainerNodePool
 from raytpu.components.k8s_objects import Service
-from raytpu.components.tpu_ray_cluster import SliceGroup, TpuRayCluster, TpuRayClusterArgs
+from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.plan import PlanResult, run_program
 from raytpu.plan_policies import Violation, evaluate, mandatory
 from raytpu.policy_rules import POLICIES
@@ -205,7 +205,7 @@ def _ray(name: str, **overrides: Any) -> TpuRayCluster:
     fields: dict[str, Any] = {"image": f"rayproject/ray:2.60.0-py311{DIGEST}", **overrides}
     args = TpuRayClusterArgs(
         cluster_name=name, namespace="ray", service_account="ray", gsa_email=GSA,
-        slices=[SliceGroup("v4", catalog.slice_shape("v4-16"), 1, 1, 1)], **fields)
+        worker_groups=[TpuWorkerGroup("v4", catalog.slice_shape("v4-16"), 1, 1, 1)], **fields)
     return TpuRayCluster(name, args)
 
 

@@ -12,7 +12,9 @@ import yaml
 from ray_support import SAMPLES
 from raytpu.manifests import MARKER, api_version_of, write_manifests, write_plan_manifests
 from raytpu.plan import PlanResult
-from raytpu.plan_ray import ray_tables
+from raytpu.plan_ray_tables import ray_tables
+from raytpu.plan_render import render_table
+from raytpu.plan_tables import PlanTable
 from rich.console import Console
 
 Validate = Callable[[Mapping[str, Any]], list[str]]
@@ -99,11 +101,11 @@ def test_write_manifests_runs_the_stack_program(tmp_path: Path) -> None:
     assert tmp_path / "out" / "helm-releases.txt" in written
 
 
-def _render(tables: list[Any]) -> str:
+def _render(tables: list[PlanTable]) -> str:
     out = io.StringIO()
     console = Console(file=out, width=200)
     for t in tables:
-        console.print(t)
+        render_table(console, t)
     return out.getvalue()
 
 

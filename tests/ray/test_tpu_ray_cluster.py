@@ -9,9 +9,9 @@ import pytest
 from ray_support import GSA, RAYCLUSTER, SAMPLES, plan_ray, run_program, semantic_problems
 from raytpu.catalog import MACHINE_RESOURCES, slice_shape
 from raytpu.components.tpu_ray_cluster import (
-    SliceGroup,
     TpuRayCluster,
     TpuRayClusterArgs,
+    TpuWorkerGroup,
     args_problems,
     auth_secret_name,
     image_ray_version,
@@ -37,7 +37,7 @@ def _args(**overrides: Any) -> TpuRayClusterArgs:
     base: dict[str, Any] = dict(
         cluster_name="raytpu", namespace="ray", service_account="ray-workload", gsa_email=GSA,
         image="rayproject/ray:2.60.0-py311",
-        slices=[SliceGroup("train", slice_shape("v4-16"), 1, 1, 1)],
+        worker_groups=[TpuWorkerGroup("train", slice_shape("v4-16"), 1, 1, 1)],
     )
     base.update(overrides)
     return TpuRayClusterArgs(**base)
@@ -227,21 +227,22 @@ def _fits(accelerator: str, machine: str) -> bool:
     [
         ({"cluster_name": "c" * 55}, "cluster_name: 'c{55}' \\(55 characters\\) is too long"),
         ({"cluster_name": "c" * 40,
-          "slices": [SliceGroup("g" * 10, slice_shape("v4-16"), 1, 1, 1)]},
-         "slices\\[0\\].name: 'g{10}' with cluster_name 'c{40}' makes worker pod names of 64"),
+          "worker_groups": [TpuWorkerGroup("g" * 10, slice_shape("v4-16"), 1, 1, 1)]},
+         "worker_groups\\[0\\].name: 'g{10}' with cluster_name 'c{40}' makes worker pod "
+         "names of 64"),
         ({"cluster_name": "Ray_1"}, "cluster_name: 'Ray_1' must be a DNS label"),
         ({"namespace": "ray.ns"}, "namespace: 'ray.ns' must be a DNS label"),
         ({"labels": {"app.kubernetes.io/name": "mine"}}, "labels: must not set"),
         ({"dashboard_internal_lb": True}, "access_cidrs: required"),
         ({"image": "rayproject/ray:2.59.0-py311"}, "image: .* carries Ray 2.59.0"),
         ({"tpu_pools": {"v5e": slice_shape("v5litepod-16").node_selector}},
-         "slices\\[0\\]: no TPU node pool has the labels"),
-        ({"slices": [SliceGroup("a", slice_shape("v4-8"), 1, 1, 1),
-                     SliceGroup("a", slice_shape("v4-8"), 1, 1, 1)]},
-         "slices\\[1\\].name: 'a' is already used"),
-        ({"slices": [SliceGroup("a", slice_shape("v4-8"), min_slices=2, max_slices=3,
-                                initial_slices=1)]},
-         "slices\\[0\\]: slices min 2 <= initial 1 <= max 3"),
+         "worker_groups\\[0\\]: no TPU node pool has the labels"),
+        ({"worker_groups": [TpuWorkerGroup("a", slice_shape("v4-8"), 1, 1, 1),
+                            TpuWorkerGroup("a", slice_shape("v4-8"), 1, 1, 1)]},
+         "worker_groups\\[1\\].name: 'a' is already used"),
+        ({"worker_groups": [TpuWorkerGroup("a", slice_shape("v4-8"), min_slices=2,
+                                                   max_slices=3, initial_slices=1)]},
+         "worker_groups\\[0\\]: slices min 2 <= initial 1 <= max 3"),
     ],
 )
 def test_bad_args_are_refused_with_the_field_named(overrides: dict[str, Any], message: str) -> None:

@@ -1,4 +1,4 @@
-"""Component Args errors, in the stack's words: ``NetworkArgs.pods_cidr`` is
+"""Stack key paths for component Args errors: ``NetworkArgs.pods_cidr`` is
 ``raytpu:network.podsCidr`` to whoever wrote the stack file.
 
 Components validate their typed Args and name Args fields (they are used from other Pulumi

@@ -9,22 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from raytpu.components.ray_resources import RAYCLUSTER_TYPE
-from rich.table import Table
 
 from .catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
 from .plan import PlannedResource, PlanResult
+from .plan_tables import PlanTable
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
-def operator_table(result: PlanResult) -> Table | None:
+def operator_table(result: PlanResult) -> PlanTable | None:
     charts = result.by_type(CHART_TYPE)
-    table = Table("component", "chart", "version", "namespace", "CRDs", title="KubeRay operator")
-    for c in charts:
-        i = c.inputs
-        table.add_row(str(i.get("name", c.name)), str(i.get("chart", "")),
-                      str(i.get("version", "")), str(i.get("namespace", "")),
-                      "skipped" if i.get("skipCrds") else "managed")
+    rows = [[str(c.inputs.get("name", c.name)), str(c.inputs.get("chart", "")),
+             str(c.inputs.get("version", "")), str(c.inputs.get("namespace", "")),
+             "skipped" if c.inputs.get("skipCrds") else "managed"] for c in charts]
     notes = []
     for c in charts:
         values = c.inputs.get("values") or {}
@@ -36,15 +33,14 @@ def operator_table(result: PlanResult) -> Table | None:
     if not charts:
         if result.config.kuberay.mode != "gke-addon":
             return None
-        table.add_row("kuberay-operator + kuberay-tpu-webhook", "GKE add-on", "GKE-managed",
-                      "(outside the cluster)", "GKE")
+        rows.append(["kuberay-operator + kuberay-tpu-webhook", "GKE add-on", "GKE-managed",
+                     "(outside the cluster)", "GKE"])
         for job in result.by_type("kubernetes:batch/v1:Job"):
             meta = job.inputs.get("metadata", {})
             notes.append(f"Job {meta.get('namespace')}/{meta.get('name')} waits for the "
                          "add-on's RayCluster CRD before the RayCluster is declared")
-    if notes:
-        table.caption = "; ".join(notes)
-    return table
+    return PlanTable("KubeRay operator", ["component", "chart", "version", "namespace", "CRDs"],
+                     rows, notes)
 
 
 def _container(template: dict[str, Any]) -> dict[str, Any]:
@@ -52,40 +48,32 @@ def _container(template: dict[str, Any]) -> dict[str, Any]:
     return dict(containers[0])
 
 
-def raycluster_table(rc: PlannedResource) -> Table:
+def raycluster_table(rc: PlannedResource) -> PlanTable:
     spec = rc.inputs.get("spec", {})
     meta = rc.inputs.get("metadata", {})
     autoscaling = "autoscaling v2" if spec.get("enableInTreeAutoscaling") else "fixed size"
-    table = Table(
-        "group", "slices min/initial/max", "hosts per slice", "chips per host", "topology",
-        "accelerator",
-        title=(f"RayCluster {meta.get('namespace', '')}/{meta.get('name', rc.name)} "
-               f"(Ray {spec.get('rayVersion', '?')}, {autoscaling})"),
-    )
     head = spec.get("headGroupSpec", {})
     head_res = _container(head.get("template", {})).get("resources", {}).get("requests", {})
-    table.add_row("head", "1", "-", "-", "-",
-                  f"CPU {head_res.get('cpu', '?')}, {head_res.get('memory', '?')}")
+    rows = [["head", "1", "-", "-", "-",
+             f"CPU {head_res.get('cpu', '?')}, {head_res.get('memory', '?')}"]]
     for w in spec.get("workerGroupSpecs", []):
         template = w.get("template", {})
         selector = template.get("spec", {}).get("nodeSelector", {})
         limits = _container(template).get("resources", {}).get("limits", {})
-        replicas = w.get("replicas", 0)
-        table.add_row(
+        rows.append([
             str(w.get("groupName")),
-            f"{w.get('minReplicas', 0)}/{replicas}/{w.get('maxReplicas', '?')}",
+            f"{w.get('minReplicas', 0)}/{w.get('replicas', 0)}/{w.get('maxReplicas', '?')}",
             str(w.get("numOfHosts", 1)),
             str(limits.get(TPU_RESOURCE, "-")),
             str(selector.get(TOPOLOGY_LABEL, "-")),
             str(selector.get(ACCELERATOR_LABEL, "-")),
-        )
-    return table
+        ])
+    title = (f"RayCluster {meta.get('namespace', '')}/{meta.get('name', rc.name)} "
+             f"(Ray {spec.get('rayVersion', '?')}, {autoscaling})")
+    return PlanTable(title, ["group", "slices min/initial/max", "hosts per slice",
+                             "chips per host", "topology", "accelerator"], rows)
 
 
-def ray_tables(result: PlanResult) -> list[Any]:
-    tables: list[Any] = []
+def ray_tables(result: PlanResult) -> list[PlanTable]:
     op = operator_table(result)
-    if op is not None:
-        tables.append(op)
-    tables += [raycluster_table(rc) for rc in result.by_type(RAYCLUSTER_TYPE)]
-    return tables
+    return ([op] if op else []) + [raycluster_table(rc) for rc in result.by_type(RAYCLUSTER_TYPE)]

@@ -1,0 +1,195 @@
+"""Inputs of :class:`~raytpu.components.GkeCluster` and their validation.
+
+Every check raises ``ValueError`` naming the Args field (``GkeClusterArgs.location: ...``);
+the stack program rewrites those names into stack key paths (``raytpu.stack_key_paths``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+from raytpu.names import (
+    ACCOUNT_ID,
+    DNS_LABEL,
+    LOCATION,
+    cidr_problem,
+    cluster_name_problem,
+    control_plane_cidr_problem,
+)
+from raytpu.versions import version_tuple
+
+RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
+
+# Least privilege for GKE nodes (GKE hardening guide): write logs and metrics, read
+# metadata. No Editor. Artifact Registry read access is granted on the one repository by
+# ImageRegistry, not project-wide.
+NODE_SERVICE_ACCOUNT_ROLES: tuple[str, ...] = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/autoscaling.metricsWriter",
+)
+_FORBIDDEN_ROLES = ("roles/editor", "roles/owner")
+
+# GKE metric packages sent to Cloud Monitoring (pulumi-gcp 10.2 ClusterMonitoringConfig
+# enableComponents). SYSTEM_COMPONENTS carries the GKE system metrics, among them the TPU
+# ones (kubernetes.io/{node,container}/accelerator/*, node_pool/multi_host/available); the
+# kube-state packages need managed Prometheus. DCGM is NVIDIA-only; TPUs need no package of
+# their own, only `containerPort: 8431` on the TPU container (GKE TPU observability docs).
+# KUBELET/CADVISOR (>= 1.29.3) and JOBSET (>= 1.32.1) are left out: version-gated.
+MONITORING_COMPONENTS: tuple[str, ...] = (
+    "SYSTEM_COMPONENTS", "POD", "DEPLOYMENT", "DAEMONSET", "STATEFULSET", "STORAGE", "HPA",
+)
+
+
+@dataclass(frozen=True)
+class AuthorizedNetwork:
+    """One CIDR allowed to reach the cluster's control plane endpoint."""
+
+    cidr_block: str
+    """IPv4 range, e.g. an office or CI egress range. Never 0.0.0.0/0."""
+    display_name: str = "allowed"
+    """Label shown in the console."""
+
+
+@dataclass(frozen=True)
+class SystemPoolArgs:
+    """The CPU node pool for kube-system, the operators and the Ray head."""
+
+    machine_type: str = "n2-standard-8"
+    """Machine type; the Ray head's CPU/memory requests must fit one node."""
+    min_nodes: int = 1
+    """Autoscaling minimum, per zone of the pool; at least 1: kube-system and the operators
+    run here."""
+    max_nodes: int = 3
+    """Autoscaling maximum, per zone of the pool."""
+    disk_size_gb: int = 100
+    """Boot disk size (Ray images are large); GKE's minimum is 10 GB."""
+
+    def __post_init__(self) -> None:
+        if self.min_nodes < 1:
+            raise ValueError(f"SystemPoolArgs.min_nodes: {self.min_nodes} is below 1 (kube-system "
+                             "and the operators need a node)")
+        if self.max_nodes < self.min_nodes:
+            raise ValueError(f"SystemPoolArgs.max_nodes: {self.max_nodes} is below "
+                             f"SystemPoolArgs.min_nodes ({self.min_nodes})")
+        if self.disk_size_gb < 10:
+            raise ValueError(f"SystemPoolArgs.disk_size_gb: {self.disk_size_gb} is below GKE's "
+                             "minimum of 10 GB")
+
+
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    """Inputs of :class:`GkeCluster`."""
+
+    project: str
+    """GCP project of the cluster; also names the Workload Identity pool."""
+    location: str
+    """A zone (zonal cluster) or a region (regional cluster)."""
+    cluster_name: str
+    """GKE cluster name (DNS label, at most ``names.CLUSTER_NAME_MAX_LEN`` characters)."""
+    network: pulumi.Input[str]
+    """VPC name or self link (``Network.network``)."""
+    subnetwork: pulumi.Input[str]
+    """Subnet name or self link (``Network.subnetwork``)."""
+    pods_range_name: pulumi.Input[str]
+    """Secondary range of the subnet for Pod IPs."""
+    services_range_name: pulumi.Input[str]
+    """Secondary range of the subnet for Service IPs."""
+    node_tags: tuple[str, ...] = ()
+    """Network tags of the system pool's nodes (firewall rules target them)."""
+    release_channel: str = "REGULAR"
+    """RAPID, REGULAR or STABLE. Node auto-upgrade is mandatory on a release channel."""
+    min_master_version: str | None = None
+    """Minimum control-plane version to create the cluster at; ``None``: channel default."""
+    master_ipv4_cidr_block: str = "172.16.0.32/28"
+    """The private control plane's /28; must not overlap the VPC's ranges."""
+    private_endpoint: bool = False
+    """Control plane reachable only from inside the VPC (no public endpoint)."""
+    master_authorized_networks: tuple[AuthorizedNetwork, ...] = ()
+    """CIDRs allowed to reach the control plane's IP endpoint. Always enforced: empty means
+    no outside range at all (only the VPC and Google services)."""
+    dns_endpoint: bool = False
+    """Allow outside traffic on the DNS-based control-plane endpoint
+    (``controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic``): every request
+    is authorized by IAM (``container.clusters.connect``) before Kubernetes RBAC, from any
+    network. The kubeconfig and the Kubernetes provider then use that endpoint."""
+    deletion_protection: bool = True
+    """Refuse ``pulumi destroy`` and replacements of the cluster (explicit: pulumi-gcp's
+    default is on and only the value in state counts)."""
+    system_pool: SystemPoolArgs = SystemPoolArgs()
+    """The CPU node pool."""
+    ray_operator_addon: bool = False
+    """Enable the GKE Ray Operator add-on (managed KubeRay + TPU webhook)."""
+    min_versions: Mapping[str, str] = field(default_factory=dict)
+    """Minimum GKE versions the cluster must meet, by reason (``{"TPU v6e": "1.31.2-gke.
+    1115000"}``). Checked against the release channel's default in ``location``."""
+    node_service_account_id: str | None = None
+    """Account id of the node service account; default ``<cluster_name>-nodes``, cut to 30."""
+    node_service_account_roles: tuple[str, ...] = NODE_SERVICE_ACCOUNT_ROLES
+    """Project roles of the node service account. Editor/Owner are refused."""
+    resource_labels: Mapping[str, str] = field(default_factory=dict)
+    """GCE labels on the cluster's resources (cost attribution)."""
+    api_dependencies: Sequence[pulumi.Resource] = ()
+    """What the GKE version lookup (an invoke, which resource transformations do not reach)
+    waits for: the enabled Kubernetes Engine API (``ProjectServices.resources``)."""
+    managed_prometheus: bool = True
+    """Managed Service for Prometheus collection (installs the PodMonitoring CRDs)."""
+    monitoring_components: tuple[str, ...] = MONITORING_COMPONENTS
+    """GKE metric packages sent to Cloud Monitoring."""
+    cost_allocation: bool = True
+    """GKE cost allocation: the billing export split by namespace and label."""
+
+    @property
+    def account_id(self) -> str:
+        return self.node_service_account_id or f"{self.cluster_name}-nodes"[:30].rstrip("-")
+
+    @property
+    def workload_pool(self) -> str:
+        return f"{self.project}.svc.id.goog"
+
+    def __post_init__(self) -> None:
+        if not self.project:
+            raise ValueError("GkeClusterArgs.project: required")
+        if not LOCATION.match(self.location):
+            raise ValueError(
+                f"GkeClusterArgs.location: {self.location!r} is neither a zone (us-central2-b) "
+                "nor a region (us-central2)"
+            )
+        problem = cluster_name_problem(self.cluster_name)
+        if problem:
+            raise ValueError(f"GkeClusterArgs.cluster_name: {problem}")
+        if self.release_channel not in RELEASE_CHANNELS:
+            raise ValueError(
+                f"GkeClusterArgs.release_channel: {self.release_channel!r} is not valid; valid: "
+                f"{', '.join(RELEASE_CHANNELS)}"
+            )
+        for what, v in [("min_master_version", self.min_master_version), *(
+            (f"min_versions[{k!r}]", mv) for k, mv in self.min_versions.items()
+        )]:
+            if v is not None and not version_tuple(v):
+                raise ValueError(f"GkeClusterArgs.{what}: {v!r} is not a GKE version")
+        problem = control_plane_cidr_problem(self.master_ipv4_cidr_block)
+        if problem:
+            raise ValueError(f"GkeClusterArgs.master_ipv4_cidr_block: {problem}")
+        for i, an in enumerate(self.master_authorized_networks):
+            problem = cidr_problem(an.cidr_block)
+            if problem:
+                raise ValueError(f"GkeClusterArgs.master_authorized_networks[{i}]: {problem}")
+        if not ACCOUNT_ID.match(self.account_id):
+            raise ValueError(
+                f"GkeClusterArgs.node_service_account_id: {self.account_id!r} must be 6-30 "
+                "lowercase letters, digits or '-', starting with a letter"
+            )
+        bad = [r for r in self.node_service_account_roles if r in _FORBIDDEN_ROLES]
+        if bad:
+            raise ValueError(
+                f"GkeClusterArgs.node_service_account_roles: {', '.join(bad)} is not least "
+                "privilege; grant the specific roles the nodes need"
+            )
+        for tag in self.node_tags:
+            if not DNS_LABEL.match(tag) or len(tag) > 63:
+                raise ValueError(f"GkeClusterArgs.node_tags: {tag!r} is not a valid network tag")

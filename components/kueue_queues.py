@@ -1,0 +1,237 @@
+"""Team queues on a shared TPU fleet: ResourceFlavors, one ClusterQueue per team in one
+cohort, a LocalQueue in each team's namespace, and the WorkloadPriorityClasses.
+
+The model (Kueue concepts, ``site/content/en/docs/concepts``):
+
+* **One ResourceFlavor per TPU slice shape.** Its ``nodeLabels`` are exactly the labels the
+  Ray worker group selects its nodes by (:attr:`raytpu.catalog.SliceShape.node_selector`):
+  Kueue gives a PodSet only a flavor whose labels agree with the pods' nodeSelector, so
+  anything else is a queue that never admits. Its tolerations let admitted pods onto the
+  tainted TPU nodes.
+* **CPU and memory** are counted too (Kueue refuses a workload that requests a resource no
+  resource group of its ClusterQueue covers), in a second resource group with one flavor
+  without node labels: the Ray head (system pool) and the TPU hosts both draw from it, and
+  it adds no nodeSelector to either.
+* **One ClusterQueue per team**, all in one cohort: ``nominalQuota`` is the team's own
+  share; unused quota is lent to the cohort; ``borrowingLimit`` caps what the team takes from
+  it (0 where the team declared no borrowing: an unset limit means unlimited).
+  ``reclaimWithinCohort: Any`` lets a team take its lent quota back by preempting
+  borrowers, whatever their priority; ``withinClusterQueue: LowerPriority`` lets a team's
+  higher-priority job preempt its own lower-priority ones.
+* **A LocalQueue named ``default``** in each team namespace: Kueue puts jobs without a
+  ``kueue.x-k8s.io/queue-name`` label there, so a team's RayJob cannot skip its quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+import pulumi
+from raytpu.catalog import TPU_RESOURCE, TPU_TOLERATION
+from raytpu.components._options import depends_on_of
+from raytpu.components.k8s_objects import Toleration
+from raytpu.components.kueue_objects import (
+    ClusterQueue,
+    ClusterQueueSpec,
+    FlavorQuotas,
+    LocalQueue,
+    ResourceFlavor,
+    ResourceFlavorSpec,
+    ResourceGroup,
+    ResourceQuota,
+    WorkloadPriorityClass,
+)
+from raytpu.names import K8S_NAME
+
+# Values of the priorities a team's jobs get (raytpu:teams[].priority): only their order
+# matters to Kueue. Named as the stack key's values.
+PRIORITY_VALUES: Mapping[str, int] = {"low": 100, "default": 500, "high": 1000}
+CPU_RESOURCES = ("cpu", "memory")
+DEFAULT_COHORT = "raytpu"
+DEFAULT_CPU_FLAVOR = "raytpu-cpu"
+
+
+@dataclass(frozen=True)
+class TpuFlavor:
+    """A ResourceFlavor of one TPU slice shape."""
+
+    name: str
+    """The ResourceFlavor's name."""
+    node_labels: Mapping[str, str]
+    """The worker group's nodeSelector, exactly."""
+
+
+@dataclass(frozen=True)
+class TpuQuota:
+    """A team's quota on one TPU flavor, in ``google.com/tpu`` chips."""
+
+    flavor: str
+    """A :class:`TpuFlavor`'s name."""
+    nominal_chips: int
+    """``nominalQuota``: the team's own chips."""
+    borrowing_chips: int = 0
+    """``borrowingLimit``: chips it may borrow from the cohort's idle quota."""
+
+
+@dataclass(frozen=True)
+class HostQuota:
+    """A team's CPU and memory quota (Kubernetes quantities)."""
+
+    cpu: str
+    """Nominal CPU (Ray heads, submitters and TPU host pods)."""
+    memory: str
+    """Nominal memory."""
+    cpu_borrowing: str = "0"
+    """CPU the team may borrow along with borrowed slices."""
+    memory_borrowing: str = "0"
+    """Memory the team may borrow along with borrowed slices."""
+
+
+@dataclass(frozen=True)
+class TeamQueue:
+    """One team's ClusterQueue and LocalQueue."""
+
+    team: str
+    """The team's name (resource names derive from it)."""
+    namespace: str
+    """The team's namespace: the ClusterQueue admits only its jobs; the LocalQueue lives
+    there."""
+    cluster_queue: str
+    """The ClusterQueue's name."""
+    tpu: Sequence[TpuQuota]
+    """TPU quota per flavor."""
+    host: HostQuota
+    """CPU and memory quota."""
+    local_queue: str = "default"
+    """The LocalQueue's name (``default``: Kueue's queue for unlabelled jobs)."""
+
+
+@dataclass(frozen=True)
+class KueueQueuesArgs:
+    """The flavors, the teams' queues and the priority classes of one fleet."""
+
+    flavors: Sequence[TpuFlavor]
+    """One per TPU slice shape some team has quota on."""
+    teams: Sequence[TeamQueue]
+    """One ClusterQueue + LocalQueue each."""
+    cohort: str = DEFAULT_COHORT
+    """The cohort every team's ClusterQueue lends to and borrows from."""
+    cpu_flavor: str = DEFAULT_CPU_FLAVOR
+    """The flavor without node labels that CPU and memory are counted on."""
+    priority_values: Mapping[str, int] = field(default_factory=lambda: dict(PRIORITY_VALUES))
+    """WorkloadPriorityClass name -> value."""
+
+    def __post_init__(self) -> None:
+        flavors = [f.name for f in self.flavors]
+        names = [*flavors, self.cpu_flavor]
+        if len(set(names)) != len(names):
+            raise ValueError(f"flavors: names must be unique: {names}")
+        for n in names:
+            if not K8S_NAME.match(n) or len(n) > 253:
+                raise ValueError(f"flavors: {n!r} is not a Kubernetes object name")
+        for f in self.flavors:
+            if not f.node_labels:
+                raise ValueError(f"flavors[{f.name!r}].node_labels: a TPU flavor without node "
+                                 "labels would match any node")
+        queues = [t.cluster_queue for t in self.teams]
+        if len(set(queues)) != len(queues):
+            raise ValueError(f"teams: ClusterQueue names must be unique: {queues}")
+        for t in self.teams:
+            for q in t.tpu:
+                if q.flavor not in flavors:
+                    raise ValueError(f"teams[{t.team!r}].tpu: unknown flavor {q.flavor!r}; "
+                                     f"flavors: {', '.join(flavors)}")
+                if q.nominal_chips < 0 or q.borrowing_chips < 0:
+                    raise ValueError(f"teams[{t.team!r}].tpu[{q.flavor!r}]: chips must be >= 0")
+            tpu_flavors = [q.flavor for q in t.tpu]
+            if len(set(tpu_flavors)) != len(tpu_flavors):
+                raise ValueError(f"teams[{t.team!r}].tpu: one quota per flavor: {tpu_flavors}")
+
+
+def flavor_spec(f: TpuFlavor) -> ResourceFlavorSpec:
+    return {"nodeLabels": dict(f.node_labels),
+            "tolerations": [cast(Toleration, dict(TPU_TOLERATION))]}
+
+
+def cluster_queue_spec(t: TeamQueue, args: KueueQueuesArgs) -> ClusterQueueSpec:
+    """The team's ClusterQueue spec (module docstring)."""
+    host = t.host
+    cpu_group: ResourceGroup = {"coveredResources": list(CPU_RESOURCES), "flavors": [{
+        "name": args.cpu_flavor,
+        "resources": [
+            {"name": "cpu", "nominalQuota": host.cpu, "borrowingLimit": host.cpu_borrowing},
+            {"name": "memory", "nominalQuota": host.memory,
+             "borrowingLimit": host.memory_borrowing},
+        ],
+    }]}
+    tpu_flavors: list[FlavorQuotas] = []
+    for q in t.tpu:
+        quota: ResourceQuota = {"name": TPU_RESOURCE, "nominalQuota": q.nominal_chips,
+                                "borrowingLimit": q.borrowing_chips}
+        tpu_flavors.append({"name": q.flavor, "resources": [quota]})
+    groups: list[ResourceGroup] = [cpu_group]
+    if tpu_flavors:
+        groups.append({"coveredResources": [TPU_RESOURCE], "flavors": tpu_flavors})
+    return {
+        "cohortName": args.cohort,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+        "resourceGroups": groups,
+    }
+
+
+class KueueQueues(pulumi.ComponentResource):
+    """The flavors, queues and priority classes of :class:`KueueQueuesArgs`. Pass the Kueue
+    install (its CRDs and webhooks) and the team namespaces in ``opts.depends_on``."""
+
+    flavors: dict[str, ResourceFlavor]
+    cluster_queues: dict[str, ClusterQueue]
+    local_queues: dict[str, LocalQueue]
+    priority_classes: dict[str, WorkloadPriorityClass]
+
+    def __init__(self, name: str, args: KueueQueuesArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("raytpu:kueue:KueueQueues", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, depends_on=depends_on_of(opts))
+        labels = {"app.kubernetes.io/part-of": "raytpu"}
+        self.flavors = {
+            f.name: ResourceFlavor(f"{name}-flavor-{f.name}",
+                                   metadata={"name": f.name, "labels": labels},
+                                   spec=flavor_spec(f), opts=child)
+            for f in args.flavors
+        }
+        cpu_flavor = ResourceFlavor(f"{name}-flavor-{args.cpu_flavor}",
+                                    metadata={"name": args.cpu_flavor, "labels": labels},
+                                    spec={}, opts=child)
+        self.priority_classes = {
+            p: WorkloadPriorityClass(f"{name}-priority-{p}", metadata={"name": p,
+                                                                      "labels": labels},
+                                     value=v, description=f"raytpu team priority {p!r}",
+                                     opts=child)
+            for p, v in args.priority_values.items()
+        }
+        self.cluster_queues, self.local_queues = {}, {}
+        for t in args.teams:
+            flavors = [cpu_flavor, *(self.flavors[q.flavor] for q in t.tpu)]
+            cq = ClusterQueue(
+                f"{name}-cq-{t.team}", metadata={"name": t.cluster_queue, "labels": labels},
+                spec=cluster_queue_spec(t, args),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                    depends_on=flavors)))
+            self.cluster_queues[t.team] = cq
+            self.local_queues[t.team] = LocalQueue(
+                f"{name}-lq-{t.team}",
+                metadata={"name": t.local_queue, "namespace": t.namespace, "labels": labels},
+                spec={"clusterQueue": t.cluster_queue},
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                    depends_on=[cq])))
+        self.outputs = {
+            "cohort": args.cohort,
+            "flavors": [f.name for f in args.flavors],
+            "clusterQueues": {t.team: t.cluster_queue for t in args.teams},
+            "localQueues": {t.team: f"{t.namespace}/{t.local_queue}" for t in args.teams},
+        }
+        self.register_outputs(self.outputs)

@@ -1,0 +1,151 @@
+"""``raytpu:teams``: the typed model, its checks (key path + value in every problem) and the
+command line refusing bad team config with exit 2 before anything is declared."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from raytpu.config import ConfigError, StackConfig, parse_stack_config
+from raytpu.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
+
+ROOT = Path(__file__).resolve().parents[1]
+SLICES = [
+    {"name": "pod16", "tpu": "v5litepod-16"},  # 1 slice, fixed
+    {"name": "single", "tpu": "v5litepod-4", "count": 2, "autoscaling": {"min": 0, "max": 3}},
+]
+
+
+def _raw(teams: Any) -> dict[str, Any]:
+    return {"gcp:project": "acme-ml", "raytpu:zone": "us-west4-a", "raytpu:slices": SLICES,
+            "raytpu:teams": teams}
+
+
+def _team(**overrides: Any) -> dict[str, Any]:
+    return {"name": "vision", "members": ["group:ml-vision@example.com"],
+            "quota": {"pod16": 1}, **overrides}
+
+
+def _problems(teams: Any) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("t", _raw(teams))
+    return e.value.problems
+
+
+def test_every_field_parses_into_the_typed_model() -> None:
+    cfg = parse_stack_config("t", _raw([
+        _team(members=["group:ml-vision@example.com", "user:ana@example.com",
+                       "serviceAccount:ci@acme-ml.iam.gserviceaccount.com"],
+              quota={"pod16": 1, "single": 0}, borrowing={"single": 2},
+              priority="high", bucketAccess="bucket"),
+        {"name": "speech", "members": ["user:bo@example.com"], "quota": {"single": 3}},
+    ]))
+    vision, speech = cfg.teams
+    assert vision == TeamConfig(
+        name="vision", members=["group:ml-vision@example.com", "user:ana@example.com",
+                                "serviceAccount:ci@acme-ml.iam.gserviceaccount.com"],
+        quota={"pod16": 1, "single": 0}, borrowing={"single": 2}, priority="high",
+        bucket_access="bucket")
+    assert (speech.priority, speech.bucket_access, speech.borrowing) == ("default", "prefix", {})
+    assert vision.slice_groups == ["pod16", "single"]
+    assert cfg.warnings == []
+
+
+def test_no_teams_key_means_no_teams() -> None:
+    raw = _raw([])
+    del raw["raytpu:teams"]
+    assert parse_stack_config("t", raw).teams == []
+
+
+def test_team_object_names_derive_from_the_team() -> None:
+    assert team_namespace("vision") == "vision"
+    assert cluster_queue_name("vision") == "vision"
+    assert LOCAL_QUEUE_NAME == "default"  # Kueue's default queue for unlabelled jobs
+
+
+@pytest.mark.parametrize(("teams", "expected"), [
+    ([_team(quota={"pod32": 1})],
+     "raytpu:teams[0].quota.pod32: unknown slice group; valid: pod16, single"),
+    ([_team(borrowing={"nope": 1})],
+     "raytpu:teams[0].borrowing.nope: unknown slice group; valid: pod16, single"),
+    ([_team(quota={"pod16": 2})],
+     "raytpu:teams[0].quota.pod16: 2 slices, but the fleet never holds more than 1 "
+     "(raytpu:slices[0].count)"),
+    ([_team(quota={"single": 4})],
+     "raytpu:teams[0].quota.single: 4 slices, but the fleet never holds more than 3 "
+     "(raytpu:slices[1].autoscaling.max)"),
+    ([_team(), _team(members=["user:x@example.com"])],
+     "raytpu:teams[1].name: 'vision' is used by another team"),
+    ([_team(name="kube-system")], "raytpu:teams[0].name: 'kube-system' is the team's namespace "
+                                  "and collides with a system namespace"),
+    ([_team(name="default")], "raytpu:teams[0].name: 'default' is the team's namespace"),
+    ([_team(name="ray")], "raytpu:teams[0].name: 'ray' is the team's namespace"),
+    ([_team(name="kuberay-system")], "raytpu:teams[0].name: 'kuberay-system' is the team's"),
+    ([_team(name="kueue-system")], "raytpu:teams[0].name: 'kueue-system' is the team's"),
+    ([_team(name="cert-manager")], "raytpu:teams[0].name: 'cert-manager' is the team's"),
+    ([_team(name="gmp-system")], "raytpu:teams[0].name: 'gmp-system' is the team's"),
+    ([_team(name="gke-managed-x")], "raytpu:teams[0].name: 'gke-managed-x' is the team's"),
+    ([_team(name="Vision")], "raytpu:teams[0].name: 'Vision' must be a DNS label"),
+    ([_team(name="a" * 31)], f"raytpu:teams[0].name: {'a' * 31!r} must be a DNS label"),
+    ([_team(members=["ml-vision@example.com"])],
+     "raytpu:teams[0].members[0]: 'ml-vision@example.com' is not an IAM member; write "
+     "user:EMAIL, group:EMAIL, serviceAccount:EMAIL"),
+    ([_team(members=["group:ml-vision"])], "raytpu:teams[0].members[0]: 'group:ml-vision' is not"),
+    ([_team(members=["domain:example.com"])], "raytpu:teams[0].members[0]: 'domain:example.com'"),
+    ([_team(members=[])], "raytpu:teams[0].members: [] is not valid"),
+    ([_team(quota={})], "raytpu:teams[0].quota: {} is not valid"),
+    ([_team(quota={"pod16": -1})], "raytpu:teams[0].quota.pod16: -1 is not valid"),
+    ([_team(quota={"pod16": True})], "raytpu:teams[0].quota.pod16: True is not valid"),
+    ([_team(priority="urgent")],
+     "raytpu:teams[0].priority: 'urgent' is not valid; valid: 'low', 'default', 'high'"),
+    ([_team(bucketAccess="all")],
+     "raytpu:teams[0].bucketAccess: 'all' is not valid; valid: 'prefix', 'bucket'"),
+    ([_team(quotas={"pod16": 1})], "raytpu:teams[0].quotas: unknown key; valid keys: name, "
+                                   "members, quota, borrowing, priority, bucketAccess"),
+    ([{"members": ["user:a@example.com"], "quota": {"pod16": 1}}],
+     "raytpu:teams[0].name: required key is missing"),
+])
+def test_bad_team_config_names_key_and_value(teams: Any, expected: str) -> None:
+    problems = _problems(teams)
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_every_bad_team_is_reported_once() -> None:
+    problems = _problems([_team(quota={"pod32": 1}), _team(name="default", quota={"pod16": 9})])
+    assert len(problems) == 3, problems  # unknown group; reserved name; above the fleet
+
+
+def test_the_ray_namespace_of_this_stack_is_reserved() -> None:
+    raw = {**_raw([_team(name="research")]), "raytpu:ray": {"namespace": "research"}}
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("t", raw)
+    assert any(p.startswith("raytpu:teams[0].name: 'research'") for p in e.value.problems)
+
+
+def test_oversubscribed_fleet_is_a_warning_not_an_error() -> None:
+    cfg = parse_stack_config("t", _raw([
+        _team(quota={"single": 2}), {**_team(name="speech"), "quota": {"single": 2}}]))
+    assert cfg.warnings == [
+        "raytpu:teams: nominal quotas on slice group 'single' add up to 4 slices (vision 2, "
+        "speech 2), more than the fleet's 3 (raytpu:slices[1]): Kueue may admit jobs that "
+        "then wait for nodes"]
+
+
+def test_teams_field_is_the_teams_model() -> None:
+    assert StackConfig.model_fields["teams"].alias == "raytpu:teams"
+
+
+def test_bad_team_in_stack_file_exits_2_before_anything_is_declared(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.bad.yaml").write_text(
+        yaml.safe_dump({"config": _raw([_team(quota={"pod32": 1})])}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "raytpu", "plan", "--json", "--stack", "bad",
+         "--stacks-dir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert "error: raytpu:teams[0].quota.pod32: unknown slice group" in proc.stderr

@@ -1,0 +1,93 @@
+"""The trainer's options, validated: flags (``raytpu train``/``submit``) and stack keys
+(``raytpu:jobs[].train``) in, a :class:`~raytpu.workloads.config.TrainConfig` out.
+
+Plain Python (no typer, torch or ray), so the CLI commands, ``raytpu submit`` and the
+stack's RayJobs share one validation without importing each other.
+"""
+
+from __future__ import annotations
+
+from .config import ModelConfig, OptimConfig, TrainConfig
+
+
+class BadFlags(Exception):
+    """One or more bad options, each a full sentence naming the option and its value."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def _positive(problems: list[str], **flags: float) -> None:
+    for flag, value in flags.items():
+        if value <= 0:
+            problems.append(f"--{flag.replace('_', '-')}: {value} must be positive")
+
+
+def build_config(
+    *,
+    tpu: str,
+    slices: int,
+    steps: int,
+    data: str | None,
+    checkpoint_every: int,
+    batch_per_host: int,
+    n_layers: int,
+    d_model: int,
+    n_heads: int,
+    seq_len: int,
+    lr: float,
+    warmup_steps: int,
+    seed: int,
+    log_every: int,
+    compile: bool | None = None,
+    fail_host_at_step: int | None = None,
+    topology: str | None = None,
+    chips_per_host: int | None = None,
+    check_data: bool = True,
+) -> TrainConfig:
+    """Validate the trainer options; raises :class:`BadFlags` listing every problem.
+
+    ``topology``/``chips_per_host``: the slice as the stack declares it (None: the
+    catalog's default for ``tpu``)."""
+    from raytpu.catalog import CatalogError
+
+    from .config import slice_shape_of
+
+    problems: list[str] = []
+    try:
+        slice_shape_of(tpu, topology, chips_per_host)
+    except CatalogError as e:
+        flag = {"tpu": "--tpu", "topology": "--topology"}.get(e.field, "--chips-per-host")
+        problems.append(f"{flag}: {e}")
+    _positive(
+        problems, slices=slices, steps=steps, checkpoint_every=checkpoint_every,
+        batch_per_host=batch_per_host, n_layers=n_layers, d_model=d_model, n_heads=n_heads,
+        seq_len=seq_len, lr=lr, log_every=log_every,
+    )
+    if warmup_steps < 0:
+        problems.append(f"--warmup-steps: {warmup_steps} must not be negative")
+    if n_heads > 0 and d_model % n_heads:
+        problems.append(f"--d-model: {d_model} is not a multiple of --n-heads {n_heads}")
+    if data is not None and check_data:  # submit: the path is the cluster's, not ours
+        from .data import DataError, check_data_path
+
+        try:
+            check_data_path(data)
+        except DataError as e:
+            problems.append(f"--data: {e}")
+    if fail_host_at_step is not None and not 1 <= fail_host_at_step < steps:
+        problems.append(
+            f"--fail-host-at-step: {fail_host_at_step} must be in 1..{steps - 1} "
+            "(a step before the last)"
+        )
+    if problems:
+        raise BadFlags(problems)
+    return TrainConfig(
+        tpu=tpu, slices=slices, topology=topology, chips_per_host=chips_per_host,
+        steps=steps, batch_per_host=batch_per_host, seed=seed,
+        data=data, checkpoint_every=checkpoint_every, log_every=log_every,
+        fail_host_at_step=fail_host_at_step, compile=compile,
+        model=ModelConfig(n_layers=n_layers, d_model=d_model, n_heads=n_heads, seq_len=seq_len),
+        optim=OptimConfig(lr=lr, warmup_steps=warmup_steps),
+    )
