@@ -86,6 +86,26 @@ def cluster_queue_name(team: str) -> str:
     return team
 
 
+TEAM_SERVICE_ACCOUNT = "ray-team"
+"""The Kubernetes service account a team's Ray pods run as, in the team's namespace (bound
+to the team's Google service account through Workload Identity)."""
+
+
+def team_checkpoint_uri(cfg: StackConfig, team: TeamConfig) -> str:
+    """Where a team's runs keep checkpoints: its prefix of the stack's bucket
+    (``bucketAccess: prefix``) or a bucket of its own (``bucket``), which only its identity
+    may write."""
+    if team.bucket_access == "bucket":
+        return f"gs://{team_bucket_name(cfg, team.name)}/runs"
+    return f"gs://{cfg.bucket_name}/teams/{team.name}/runs"
+
+
+def team_bucket_name(cfg: StackConfig, team: str) -> str:
+    """The bucket of a team with ``bucketAccess: bucket``: the stack's bucket name plus the
+    team's (GCS names are global; at most 63 characters, checked by :func:`team_problems`)."""
+    return f"{cfg.bucket_name}-{team}"
+
+
 # A LocalQueue named "default" is the one Kueue puts a job in when it has no
 # kueue.x-k8s.io/queue-name label (kueue pkg/controller/constants DefaultLocalQueueName,
 # jobframework/defaults.go): an unlabelled RayJob in a team namespace is still queued.
@@ -148,6 +168,11 @@ def team_problems(cfg: StackConfig) -> list[str]:
             problem = _member_problem(member)
             if problem:
                 problems.append(f"{key}.members[{m}]: {problem}")
+        if team.bucket_access == "bucket" and len(team_bucket_name(cfg, name)) > 63:
+            problems.append(
+                f"{key}.bucketAccess: the team's bucket {team_bucket_name(cfg, name)!r} would "
+                "be longer than GCS's 63 characters; shorten the team name or "
+                "raytpu:storage.bucket, or use bucketAccess: prefix")
         problems += _quota_problems(f"{key}.quota", team.quota, groups, fleet_cap=True)
         problems += _quota_problems(f"{key}.borrowing", team.borrowing, groups, fleet_cap=False)
     return problems

@@ -149,3 +149,21 @@ def test_bad_team_in_stack_file_exits_2_before_anything_is_declared(tmp_path: Pa
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == "" and "Traceback" not in proc.stderr
     assert "error: raytpu:teams[0].quota.pod32: unknown slice group" in proc.stderr
+
+
+def test_team_checkpoints_go_to_its_prefix_or_its_bucket() -> None:
+    from raytpu.teams import team_checkpoint_uri
+
+    cfg = parse_stack_config("t", _raw([_team(), _team(name="speech", bucketAccess="bucket")]))
+    vision, speech = cfg.teams
+    assert team_checkpoint_uri(cfg, vision) == "gs://acme-ml-t-raytpu/teams/vision/runs"
+    assert team_checkpoint_uri(cfg, speech) == "gs://acme-ml-t-raytpu-speech/runs"
+
+
+def test_a_team_bucket_name_must_fit_gcs() -> None:
+    raw = {**_raw([_team(name="a" * 30, bucketAccess="bucket")]),
+           "raytpu:storage": {"bucket": "b" * 40}}
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("t", raw)
+    assert any(p.startswith("raytpu:teams[0].bucketAccess: the team's bucket")
+               for p in e.value.problems), e.value.problems

@@ -212,11 +212,42 @@ def register(app: typer.Typer) -> None:
         run_name: RunName = LaunchOptions.run_name,
         # On TPU a loss fetch is a host round-trip: log every 10 steps unless asked.
         log_every: LogEvery = 10,
+        team: Annotated[str | None, typer.Option(
+            "--team", help="Queue a RayJob in this raytpu:teams entry's namespace (Kueue)")
+        ] = None,
+        kubeconfig: Annotated[Path | None, typer.Option(
+            "--kubeconfig", help="--team: kubeconfig (default: the stack's, else kubectl's)")
+        ] = None,
+        context: Annotated[str | None, typer.Option(
+            "--context", help="--team: kubeconfig context")] = None,
     ) -> None:
-        """Submit the trainer to the stack's RayCluster (Ray Job Submission API)."""
+        """Submit the trainer to the stack's RayCluster (Ray Job Submission API), or with
+        --team as a Kueue-queued RayJob in the team's namespace."""
         import json
 
         from .submit import SubmitError, build_submission, send_submission
+
+        if team is not None:
+            from .team_job import ApplyError, create_team_job, prepare_team_job
+
+            try:
+                job = prepare_team_job(
+                    stack=stack, stacks_dir=stacks_dir, team=team, slice_group=slice_group,
+                    slices=slices, run_name=run_name, max_failures=max_failures,
+                    trainer={**trainer, "log_every": log_every})
+            except BadFlags as e:
+                raise _exit_bad(e.problems) from None
+            if dry_run:
+                print(json.dumps(job.manifest, indent=2))
+                return
+            try:
+                print(create_team_job(job, stack=stack, kubeconfig=kubeconfig, context=context))
+            except ApplyError as e:
+                print(f"error: {e}", file=sys.stderr)
+                raise typer.Exit(1) from None
+            print(f"queued in {job.namespace} (Kueue LocalQueue default); follow: kubectl -n "
+                  f"{job.namespace} get rayjob {job.name} -w", file=sys.stderr)
+            return
 
         try:
             sub = build_submission(

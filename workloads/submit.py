@@ -88,8 +88,10 @@ def build_submission(
     run_name: str,
     max_failures: int,
     trainer: dict[str, Any],
+    storage_path: str | None = None,
 ) -> Submission:
-    """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`."""
+    """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`.
+    ``storage_path``: where checkpoints go (default the stack's; a team's own for --team)."""
     cfg = load_stack(stack, stacks_dir)
     groups = {s.name: s for s in cfg.slices}
     if slice_group is None:
@@ -111,7 +113,7 @@ def build_submission(
         tpu=shape.accelerator_type, topology=shape.topology, chips_per_host=shape.chips_per_vm,
         slices=n_slices, check_data=False, **trainer
     )
-    storage_path = cfg.checkpoint_uri
+    storage_path = storage_path or cfg.checkpoint_uri
     opts = LaunchOptions(
         storage_path=storage_path, run_name=run_name, max_failures=max_failures,
         progress=False,  # job logs are not a terminal

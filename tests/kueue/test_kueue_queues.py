@@ -76,7 +76,10 @@ def test_the_validator_refuses_what_kueue_would() -> None:
     no_value = {"apiVersion": versions.KUEUE_API_VERSION, "kind": "WorkloadPriorityClass",
                 "metadata": {"name": "x"}}
     assert any("'value' is a required property" in p for p in kueue_problems(no_value))
-    # CEL: borrowingLimit without a cohort; resources not matching coveredResources.
+
+
+def test_the_cel_rules_refuse_what_kueue_would() -> None:
+    # borrowingLimit without a cohort; resources not matching coveredResources.
     no_cohort = {"apiVersion": versions.KUEUE_API_VERSION, "kind": "ClusterQueue",
                  "metadata": {"name": "x"}, "spec": {"resourceGroups": [{
                      "coveredResources": ["cpu", "memory"], "flavors": [{"name": "f", "resources": [
