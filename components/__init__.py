@@ -34,6 +34,9 @@ from .monitoring import PodMonitoring as PodMonitoring
 from .network import ExistingNetwork as ExistingNetwork
 from .network import Network as Network
 from .network import NetworkArgs as NetworkArgs
+from .network_policy import OperatorPeer as OperatorPeer
+from .network_policy import RayNetworkPolicies as RayNetworkPolicies
+from .network_policy import RayNetworkPoliciesArgs as RayNetworkPoliciesArgs
 from .project_services import ProjectServices as ProjectServices
 from .project_services import ProjectServicesArgs as ProjectServicesArgs
 from .registry import ImageRegistry as ImageRegistry
@@ -70,9 +73,12 @@ __all__ = [
     "MonitoredSliceGroup",
     "Network",
     "NetworkArgs",
+    "OperatorPeer",
     "PodMonitoring",
     "ProjectServices",
     "ProjectServicesArgs",
+    "RayNetworkPolicies",
+    "RayNetworkPoliciesArgs",
     "SliceAutoscaling",
     "SliceShape",
     "SystemPoolArgs",

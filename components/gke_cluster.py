@@ -176,6 +176,11 @@ class GkeCluster(pulumi.ComponentResource):
                     "managedPrometheus": {"enabled": args.managed_prometheus},
                 },
                 "costManagementConfig": {"enabled": args.cost_allocation},
+                # NetworkPolicy enforcement; unset (legacy) when off, so a cluster created
+                # without it is not replaced.
+                "datapathProvider": "ADVANCED_DATAPATH" if args.dataplane_v2 else None,
+                "authenticatorGroupsConfig": ({"securityGroup": args.security_group}
+                                              if args.security_group else None),
             },
             pulumi.ResourceOptions(
                 parent=self,

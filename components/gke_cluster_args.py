@@ -6,6 +6,7 @@ the stack program rewrites those names into stack key paths (``raytpu.stack_key_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,6 +34,9 @@ NODE_SERVICE_ACCOUNT_ROLES: tuple[str, ...] = (
     "roles/autoscaling.metricsWriter",
 )
 _FORBIDDEN_ROLES = ("roles/editor", "roles/owner")
+# GKE Google Groups for RBAC: the security group must be named exactly so (pulumi-gcp
+# ClusterAuthenticatorGroupsConfig; GKE "Configure Google Groups for RBAC").
+SECURITY_GROUP = re.compile(r"^gke-security-groups@[a-z0-9.-]+\.[a-z]{2,}$")
 
 # GKE metric packages sent to Cloud Monitoring (pulumi-gcp 10.2 ClusterMonitoringConfig
 # enableComponents). SYSTEM_COMPONENTS carries the GKE system metrics, among them the TPU
@@ -142,6 +146,13 @@ class GkeClusterArgs:
     """GKE metric packages sent to Cloud Monitoring."""
     cost_allocation: bool = True
     """GKE cost allocation: the billing export split by namespace and label."""
+    dataplane_v2: bool = True
+    """GKE Dataplane V2 (``datapathProvider: ADVANCED_DATAPATH``), which enforces
+    NetworkPolicy. Chosen when the cluster is created: changing it replaces the cluster
+    (ForceNew in the provider). False leaves the field unset (legacy datapath)."""
+    security_group: str | None = None
+    """Google Groups for RBAC: ``gke-security-groups@<domain>``, the group whose nested
+    groups RBAC bindings may name (``authenticatorGroupsConfig.securityGroup``)."""
 
     @property
     def account_id(self) -> str:
@@ -189,6 +200,11 @@ class GkeClusterArgs:
             raise ValueError(
                 f"GkeClusterArgs.node_service_account_roles: {', '.join(bad)} is not least "
                 "privilege; grant the specific roles the nodes need"
+            )
+        if self.security_group is not None and not SECURITY_GROUP.match(self.security_group):
+            raise ValueError(
+                f"GkeClusterArgs.security_group: {self.security_group!r} must be "
+                "gke-security-groups@<your domain> (GKE Google Groups for RBAC)"
             )
         for tag in self.node_tags:
             if not DNS_LABEL.match(tag) or len(tag) > 63:

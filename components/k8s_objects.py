@@ -1,4 +1,4 @@
-"""The Kubernetes core/v1 shapes this package writes: typed pod templates and three kinds.
+"""The Kubernetes shapes this package writes: typed pod templates and the built-in kinds.
 
 Why not ``pulumi_kubernetes.core.v1``: its ``__init__`` imports every core/v1 resource and
 all of their ``*Args`` types (~0.3 s), more than the rest of the Ray layer together, and
@@ -8,9 +8,10 @@ all of their ``*Args`` types (~0.3 s), more than the rest of the Ray layer toget
   (camelCase) field names, so a type checker catches a misspelt or snake_case key (which
   the API server would silently prune); the objects are validated against the Kubernetes
   schema in ``tests/ray``;
-* ``Namespace``, ``ServiceAccount`` and ``Service`` declared with the type tokens, inputs
-  and provider version of the generated classes (``tests/ray/test_k8s_objects.py`` checks
-  them against ``pulumi_kubernetes``, so the state is the same either way).
+* ``Namespace``, ``ServiceAccount``, ``Service``, ``Job``, ``NetworkPolicy`` and the RBAC
+  kinds declared with the type tokens, inputs and provider version of the generated classes
+  (``tests/ray/test_k8s_objects.py`` checks them against ``pulumi_kubernetes``, so the
+  state is the same either way).
 
 Users may still pass ``pulumi_kubernetes`` ``*Args`` objects where a template is taken.
 """
@@ -151,6 +152,9 @@ class ServiceSpec(TypedDict, total=False):
     selector: Mapping[str, str]
     ports: Sequence[ServicePort]
     loadBalancerSourceRanges: Sequence[str]
+    externalTrafficPolicy: str
+    """``Local`` keeps the client's source IP (no second hop), which NetworkPolicy ipBlocks
+    need to see."""
 
 
 def pod_security_labels(level: str | None = None) -> dict[str, str]:
@@ -233,6 +237,31 @@ class Job(KubeObject):
     GROUP_VERSION = "batch/v1"
     API_VERSION = "batch/v1"
     KIND = "Job"
+
+
+class NetworkPolicy(KubeObject):
+    GROUP_VERSION = "networking.k8s.io/v1"
+    API_VERSION = "networking.k8s.io/v1"
+    KIND = "NetworkPolicy"
+    ALIASES = ("kubernetes:extensions/v1beta1:NetworkPolicy",)
+
+
+class Role(KubeObject):
+    GROUP_VERSION = "rbac.authorization.k8s.io/v1"
+    API_VERSION = "rbac.authorization.k8s.io/v1"
+    KIND = "Role"
+    OUTPUTS = ()
+    ALIASES = ("kubernetes:rbac.authorization.k8s.io/v1alpha1:Role",
+               "kubernetes:rbac.authorization.k8s.io/v1beta1:Role")
+
+
+class RoleBinding(KubeObject):
+    GROUP_VERSION = "rbac.authorization.k8s.io/v1"
+    API_VERSION = "rbac.authorization.k8s.io/v1"
+    KIND = "RoleBinding"
+    OUTPUTS = ()
+    ALIASES = ("kubernetes:rbac.authorization.k8s.io/v1alpha1:RoleBinding",
+               "kubernetes:rbac.authorization.k8s.io/v1beta1:RoleBinding")
 
 
 class ClusterRole(KubeObject):

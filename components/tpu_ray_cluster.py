@@ -498,6 +498,9 @@ class TpuRayCluster(pulumi.ComponentResource):
                 spec={
                     "type": "LoadBalancer",
                     "loadBalancerSourceRanges": list(args.access_cidrs),
+                    # Client IPs reach the head unchanged, so the NetworkPolicy's
+                    # rayAccessCidrs rule can match them (Cluster would SNAT to a node IP).
+                    "externalTrafficPolicy": "Local",
                     "selector": {"ray.io/cluster": args.cluster_name, "ray.io/node-type": "head"},
                     "ports": [
                         {"name": n, "port": p, "targetPort": p}

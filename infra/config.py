@@ -104,6 +104,11 @@ class ClusterConfig(_Model):
     """Allow outside traffic on GKE's DNS-based control-plane endpoint (IAM-authorized);
     the kubeconfig and the Kubernetes provider use it."""
     system_pool: SystemPool = SystemPool()
+    dataplane_v2: bool = True
+    """GKE Dataplane V2, which enforces the NetworkPolicies. Set at creation: changing it
+    replaces the cluster."""
+    security_group: str | None = None
+    """``gke-security-groups@<domain>``: lets RBAC bindings name Google Groups."""
 
 
 class ExistingNetwork(_Model):
@@ -276,6 +281,19 @@ class StackConfig(_Model):
                 "KubeRay version is GKE's, and an older one drops the field silently. After "
                 f"`pulumi up`, `kubectl -n {r.namespace} get raycluster {r.cluster_name} "
                 "-o jsonpath='{.spec.authOptions}'` must not be empty"
+            )
+        if "dataplane_v2" not in self.cluster.model_fields_set:
+            out.append(
+                "raytpu:cluster.dataplaneV2: unset, so true (GKE Dataplane V2, which enforces "
+                "the NetworkPolicies). It is chosen when a cluster is created: a cluster this "
+                "stack created without it is REPLACED by the next `pulumi up` (refused while "
+                "deletionProtection is on). Set it to true to confirm, or false to keep such "
+                "a cluster (its NetworkPolicies would not be enforced)"
+            )
+        elif not self.cluster.dataplane_v2:
+            out.append(
+                "raytpu:cluster.dataplaneV2: false: the cluster does not enforce NetworkPolicy, "
+                "so Ray namespaces get none; switching it on replaces the cluster"
             )
         out += fit_warnings(self)
         out += team_warnings(self)

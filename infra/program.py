@@ -208,6 +208,8 @@ def _stack_args(cfg: StackConfig) -> tuple[
         min_versions=_required_gke_versions(cfg),
         node_service_account_id=_account_id(c.name, "nodes"),
         resource_labels=_labels(cfg),
+        dataplane_v2=c.dataplane_v2,
+        security_group=c.security_group,
     ))
     def pool(s: SliceGroupConfig) -> TpuSlicePoolArgs:
         return TpuSlicePoolArgs(

@@ -29,6 +29,7 @@ from raytpu.components.tpu_ray_cluster import (
 from raytpu.versions import version_tuple
 
 from .config import ConfigError, StackConfig
+from .isolation_program import build_stack_namespace_policies
 
 
 def config_keys(cfg: StackConfig) -> ProblemKeys:
@@ -183,6 +184,11 @@ def build_ray(
             depends_on=[*operator.ready, *([ns_owner] if ns_owner is not None else [])],
         )),
     )
+    # NetworkPolicy follows the namespace, not the RayCluster: on a first `up` a Ray pod may
+    # start a few seconds before it (its image pull alone takes longer).
+    ns_creator = cluster.namespace if cluster.namespace is not None else ns_owner
+    build_stack_namespace_policies(cfg, providers=providers,
+                                   depends_on=[ns_creator] if ns_creator is not None else [])
     if cfg.ray.namespace == WEBHOOK_NAMESPACE and cfg.kuberay.mode == "helm":
         pulumi.log.warn(f"raytpu:ray.namespace {WEBHOOK_NAMESPACE!r} is the TPU webhook's "
                         "namespace; the RayCluster shares it")

@@ -33,7 +33,11 @@ def test_minimal_stack_resolves_shapes_and_defaults() -> None:
     assert cfg.bucket_name == "acme-ml-dev-raytpu"
     assert cfg.kuberay.mode == "helm"
     assert cfg.image == "us-central2-docker.pkg.dev/acme-ml/raytpu/raytpu:latest"
-    assert cfg.warnings == []
+    assert cfg.cluster.dataplane_v2
+    # The one warning: the unstated Dataplane V2 default would replace an older cluster.
+    assert [w.split(":", 2)[1] for w in cfg.warnings] == ["cluster.dataplaneV2"]
+    stated = parse_stack_config("dev", _raw(**{"raytpu:cluster": {"dataplaneV2": True}}))
+    assert stated.warnings == []
 
 
 def test_provider_keys_of_other_namespaces_are_left_alone() -> None:
@@ -119,7 +123,8 @@ def test_bad_input(override: dict[str, Any], expected: str) -> None:
 
 
 def test_undocumented_zone_is_a_warning_not_an_error() -> None:
-    cfg = parse_stack_config("dev", _raw(**{"raytpu:zone": "us-central1-a"}))
+    cfg = parse_stack_config("dev", _raw(**{"raytpu:zone": "us-central1-a",
+                                            "raytpu:cluster": {"dataplaneV2": True}}))
     assert cfg.warnings == [
         "raytpu:zone: TPU v4 (raytpu:slices[0].tpu 'v4-16') is not documented in "
         "'us-central1-a'; documented zones: us-central2-b"

@@ -22,7 +22,11 @@ SLICES = [
 
 def _raw(teams: Any) -> dict[str, Any]:
     return {"gcp:project": "acme-ml", "raytpu:zone": "us-west4-a", "raytpu:slices": SLICES,
-            "raytpu:teams": teams}
+            "raytpu:teams": teams,
+            # Stated, so the plan has no Dataplane V2 replacement warning; the security
+            # group lets the teams' group members be RBAC subjects.
+            "raytpu:cluster": {"dataplaneV2": True,
+                               "securityGroup": "gke-security-groups@example.com"}}
 
 
 def _team(**overrides: Any) -> dict[str, Any]:

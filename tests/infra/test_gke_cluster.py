@@ -184,7 +184,22 @@ def test_regional_location() -> None:
     assert c.inputs["location"] == "us-west4"
 
 
+def test_dataplane_v2_enforces_network_policy_unless_turned_off(plan: PlanResult) -> None:
+    assert plan.get(CLUSTER, "gke").inputs["datapathProvider"] == "ADVANCED_DATAPATH"
+    # Off: unset, never LEGACY_DATAPATH, so a cluster created without it keeps its state.
+    assert "datapathProvider" not in plan_gke(dataplane_v2=False).get(CLUSTER, "gke").inputs
+
+
+def test_google_groups_for_rbac_is_a_cluster_setting(plan: PlanResult) -> None:
+    assert "authenticatorGroupsConfig" not in plan.get(CLUSTER, "gke").inputs
+    c = plan_gke(security_group="gke-security-groups@example.com").get(CLUSTER, "gke")
+    assert c.inputs["authenticatorGroupsConfig"] == {
+        "securityGroup": "gke-security-groups@example.com"}
+
+
 @pytest.mark.parametrize(("kw", "message"), [
+    ({"security_group": "ml-team@example.com"},
+     r"security_group: 'ml-team@example.com' must be gke-security-groups@<your domain>"),
     ({"location": "mars"}, r"location: 'mars'"),
     ({"cluster_name": "Bad_Name"}, r"cluster_name: 'Bad_Name'"),
     ({"release_channel": "NIGHTLY"}, r"release_channel: 'NIGHTLY' is not valid"),

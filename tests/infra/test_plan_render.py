@@ -118,7 +118,7 @@ def test_summary_counts_slices_chips_and_kinds(stack_plans: dict[str, PlanResult
     # prod: v5e-16 (16 chips) count 1 up to 4, v5e-8-eval (8 chips) exactly 1.
     line = summary_line(stack_plans["prod"])
     assert line.startswith("Plan: 2 TPU slices, 24 chips (max 5 slices, 72 chips), $")
-    assert " / month; + 56 to create: " in line
+    assert " / month; + 61 to create: " in line
     n_pools = len(stack_plans["prod"].by_type("gcp:container/nodePool:NodePool"))
     assert f"{n_pools} NodePool" in line and "1 Cluster" in line and "1 RayCluster" in line
     assert "\n" not in line

@@ -70,6 +70,39 @@ CASES: dict[str, Case] = {
                         "name": "r"},
             "subjects": [{"kind": "ServiceAccount", "name": "s", "namespace": "default"}]}),
     ),
+    "network-policy": (
+        lambda n: k8s.networking.v1.NetworkPolicy(
+            n, metadata=META_ARGS, spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"a": "b"}),
+                policy_types=["Ingress"],
+                ingress=[k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+                    from_=[k8s.networking.v1.NetworkPolicyPeerArgs(
+                        ip_block=k8s.networking.v1.IPBlockArgs(cidr="10.0.0.0/8"))],
+                    ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP",
+                                                                   port=8265)])])),
+        lambda n: thin.NetworkPolicy(n, metadata=META, spec={
+            "podSelector": {"matchLabels": {"a": "b"}}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}],
+                         "ports": [{"protocol": "TCP", "port": 8265}]}]}),
+    ),
+    "role": (
+        lambda n: k8s.rbac.v1.Role(n, metadata=META_ARGS, rules=[k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=["ray.io"], resources=["rayjobs"], verbs=["get"])]),
+        lambda n: thin.Role(n, metadata=META, fields={"rules": [
+            {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["get"]}]}),
+    ),
+    "role-binding": (
+        lambda n: k8s.rbac.v1.RoleBinding(
+            n, metadata=META_ARGS,
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io",
+                                             kind="Role", name="r"),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="Group", name="g@example.com",
+                                              api_group="rbac.authorization.k8s.io")]),
+        lambda n: thin.RoleBinding(n, metadata=META, fields={
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "Group", "name": "g@example.com",
+                          "apiGroup": "rbac.authorization.k8s.io"}]}),
+    ),
 }
 
 

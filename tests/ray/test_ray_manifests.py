@@ -44,6 +44,10 @@ def test_writes_one_file_per_object_and_the_chart_list(
     names = sorted(p.name for p in written)
     assert names == ["helm-releases.txt", "namespace-cert-manager.yaml",
                      "namespace-kuberay-system.yaml", "namespace-ray.yaml",
+                     "networkpolicy-raytpu-deny-ingress.yaml",
+                     "networkpolicy-raytpu-ray-head.yaml",
+                     "networkpolicy-raytpu-ray-metrics.yaml",
+                     "networkpolicy-raytpu-ray-peers.yaml",
                      "podmonitoring-trillium-ray.yaml", "raycluster-trillium.yaml",
                      "service-trillium-dashboard-ilb.yaml",
                      "serviceaccount-ray-workload.yaml"]
