@@ -139,7 +139,7 @@ def test_cluster_queues_carry_the_teams_quotas_in_chips(plan: PlanResult) -> Non
 
 def test_cpu_and_memory_quota_fits_the_jobs_the_tpu_quota_admits(plan: PlanResult) -> None:
     """vision: 1 pod16 slice (4 hosts) + 1 single (1 host), so up to 2 jobs at once."""
-    from raytpu.components.tpu_ray_cluster import worker_resources
+    from raytpu.components.ray_pod_templates import worker_resources
 
     cfg = plan.config
     (cpu_group,) = [g for g in _kueue(plan, "ClusterQueue")["vision"]["spec"]["resourceGroups"]
