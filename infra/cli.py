@@ -108,11 +108,11 @@ def manifests(
 ) -> None:
     """Write the Kubernetes objects the stack applies as YAML (for review or kubectl apply)."""
     from .config import ConfigError
-    from .manifests import write_manifests
-    from .plan import PlanError
+    from .manifests import write_plan_manifests
+    from .plan import PlanError, run_plan
 
     try:
-        written = write_manifests(stack, out, stacks_dir)
+        written = write_plan_manifests(run_plan(stack, stacks_dir), out)
     except ConfigError as e:
         raise fail(e.problems) from None
     except PlanError as e:
