@@ -18,7 +18,7 @@ from raytpu.manifests import objects
 from raytpu.plan import PlanResult, run_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ray"))
-from netpol import Pod, allowed  # noqa: E402
+from netpol import Pod, allowed
 
 BUCKET_IAM = "gcp:storage/bucketIAMMember:BucketIAMMember"
 WI_IAM = "gcp:serviceaccount/iAMMember:IAMMember"
@@ -227,9 +227,9 @@ def test_user_members_need_no_security_group() -> None:
 
 
 def test_component_inputs_are_checked() -> None:
-    with pytest.raises(ValueError, match="members: 'domain:example.com'"):
+    with pytest.raises(ValueError, match=r"members: 'domain:example\.com'"):
         rbac_subject("domain:example.com")
-    with pytest.raises(ValueError, match="TeamAccessArgs.namespace: 'Team_A'"):
+    with pytest.raises(ValueError, match=r"TeamAccessArgs\.namespace: 'Team_A'"):
         TeamAccessArgs(team="a", namespace="Team_A", members=["user:a@example.com"],
                        service_account="ray-team", gsa_email="x")
     with pytest.raises(ValueError, match=r"object_prefix: 'teams/a\"\)' must be"):
