@@ -50,7 +50,7 @@ from raytpu.components.k8s_objects import (
     Namespace,
     ServiceAccount,
 )
-from raytpu.components.tpu_ray_cluster import container_security_context, pod_security_context
+from raytpu.components.ray_pod_templates import container_security_context, pod_security_context
 
 Mode = Literal["helm", "gke-addon"]
 MODES: tuple[str, ...] = ("helm", "gke-addon")

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pulumi
+from pulumi import _types
 from pulumi_kubernetes.apiextensions import CustomResource
 from raytpu.components.k8s_objects import (
     ObjectMeta,
@@ -58,12 +59,44 @@ UpscalingMode = Literal["Default", "Aggressive", "Conservative"]
 AuthMode = Literal["disabled", "token"]
 SubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
 SUBMISSION_MODES: tuple[str, ...] = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
+CLUSTER_SELECTOR_KEY = "ray.io/cluster"  # KubeRay utils.RayJobClusterSelectorKey
+
+
+def wire_value(value: Any) -> Any:
+    """``value`` as the API server takes it: input types by their wire names, ``None``
+    fields left out. Raises TypeError on a Pulumi output (known only at apply time)."""
+    if isinstance(value, pulumi.Output):
+        raise TypeError("a Pulumi output has no value before `pulumi up`; pass plain values")
+    if _types.is_input_type(type(value)):
+        return {k: wire_value(v) for k, v in _types.input_type_to_dict(value).items()}
+    if isinstance(value, Mapping):
+        return {k: wire_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [wire_value(v) for v in value]
+    return value
 
 
 def _set_all(obj: object, values: Mapping[str, Any]) -> None:
     for name, value in values.items():
         if value is not None:
             pulumi.set(obj, name, value)
+
+
+# rayStartParams KubeRay 1.7 refuses next to a group's ``resources`` (validateRayGroupResources)
+# or at all (``labels``: validateRayGroupLabels).
+_START_PARAMS_VS_RESOURCES = ("num-cpus", "num-gpus", "memory", "resources")
+
+
+def _check_group_fields(
+    where: str, ray_start_params: Mapping[str, str] | None, resources: Mapping[str, str] | None
+) -> None:
+    params = ray_start_params or {}
+    if "labels" in params:
+        raise ValueError(f"{where}.rayStartParams.labels: KubeRay rejects it; use labels")
+    both = [p for p in _START_PARAMS_VS_RESOURCES if p in params]
+    if resources and both:
+        raise ValueError(f"{where}.rayStartParams: {both} next to resources; KubeRay accepts "
+                         "only one of the two")
 
 
 @pulumi.input_type
@@ -73,6 +106,8 @@ class HeadGroupSpecArgs:
     template: PodTemplate = pulumi.property("template")
     ray_start_params: Mapping[str, str] | None = pulumi.property("rayStartParams", default=None)
     service_type: str | None = pulumi.property("serviceType", default=None)
+    resources: Mapping[str, str] | None = pulumi.property("resources", default=None)
+    labels: Mapping[str, str] | None = pulumi.property("labels", default=None)
 
     def __init__(
         self,
@@ -80,9 +115,15 @@ class HeadGroupSpecArgs:
         template: PodTemplate,
         ray_start_params: Mapping[str, str] | None = None,
         service_type: str | None = None,
+        resources: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
+        """``resources``: Ray logical resources (``CPU`` -> ``--num-cpus``), ``labels``: Ray
+        node labels (KubeRay >= 1.5; also put on the pod)."""
+        _check_group_fields("headGroupSpec", ray_start_params, resources)
         _set_all(self, {"template": template, "ray_start_params": ray_start_params,
-                        "service_type": service_type})
+                        "service_type": service_type, "resources": resources,
+                        "labels": labels})
 
 
 @pulumi.input_type
@@ -101,6 +142,8 @@ class WorkerGroupSpecArgs:
     num_of_hosts: int | None = pulumi.property("numOfHosts", default=None)
     ray_start_params: Mapping[str, str] | None = pulumi.property("rayStartParams", default=None)
     idle_timeout_seconds: int | None = pulumi.property("idleTimeoutSeconds", default=None)
+    resources: Mapping[str, str] | None = pulumi.property("resources", default=None)
+    labels: Mapping[str, str] | None = pulumi.property("labels", default=None)
 
     def __init__(
         self,
@@ -113,8 +156,11 @@ class WorkerGroupSpecArgs:
         num_of_hosts: int | None = None,
         ray_start_params: Mapping[str, str] | None = None,
         idle_timeout_seconds: int | None = None,
+        resources: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         where = f"workerGroupSpecs[{group_name!r}]"
+        _check_group_fields(where, ray_start_params, resources)
         if not 0 <= min_replicas <= max_replicas:
             raise ValueError(
                 f"{where}.minReplicas/maxReplicas: need 0 <= {min_replicas} <= {max_replicas}"
@@ -130,6 +176,7 @@ class WorkerGroupSpecArgs:
             "group_name": group_name, "template": template, "min_replicas": min_replicas,
             "max_replicas": max_replicas, "replicas": replicas, "num_of_hosts": num_of_hosts,
             "ray_start_params": ray_start_params, "idle_timeout_seconds": idle_timeout_seconds,
+            "resources": resources, "labels": labels,
         })
 
 
@@ -258,6 +305,13 @@ class RayClusterSpecArgs:
                 "autoscalerOptions: set only with enableInTreeAutoscaling: true "
                 "(the operator ignores it otherwise)"
             )
+        v2 = autoscaler_options is not None and autoscaler_options.version == "v2"
+        idle = [w.group_name for w in worker_group_specs or ()
+                if w.idle_timeout_seconds is not None]
+        if idle and not v2:
+            # KubeRay validateWorkerGroupIdleTimeout: only the v2 autoscaler honours it.
+            raise ValueError(f"workerGroupSpecs{idle}.idleTimeoutSeconds: KubeRay rejects it "
+                             "unless autoscalerOptions.version is v2")
         _set_all(self, {
             "head_group_spec": head_group_spec,
             "worker_group_specs": list(worker_group_specs) if worker_group_specs else None,
@@ -286,6 +340,9 @@ class RayJobSpecArgs:
     submission_mode: str | None = pulumi.property("submissionMode", default=None)
     backoff_limit: int | None = pulumi.property("backoffLimit", default=None)
     active_deadline_seconds: int | None = pulumi.property("activeDeadlineSeconds", default=None)
+    submitter_pod_template: PodTemplate | None = pulumi.property(
+        "submitterPodTemplate", default=None
+    )
 
     def __init__(
         self,
@@ -299,7 +356,10 @@ class RayJobSpecArgs:
         submission_mode: SubmissionMode | None = None,
         backoff_limit: int | None = None,
         active_deadline_seconds: int | None = None,
+        submitter_pod_template: PodTemplate | None = None,
     ) -> None:
+        """Checks KubeRay 1.7.0's RayJob rules (``utils/validation.go ValidateRayJobSpec``)
+        that the CRD schema cannot express, naming the field at fault."""
         if (ray_cluster_spec is None) == (cluster_selector is None):
             raise ValueError("rayClusterSpec/clusterSelector: set exactly one of the two")
         if submission_mode is not None and submission_mode not in SUBMISSION_MODES:
@@ -314,6 +374,23 @@ class RayJobSpecArgs:
             raise ValueError(
                 "ttlSecondsAfterFinished: only meaningful with shutdownAfterJobFinishes: true"
             )
+        if ttl_seconds_after_finished is not None and ttl_seconds_after_finished < 0:
+            raise ValueError(f"ttlSecondsAfterFinished: {ttl_seconds_after_finished} < 0")
+        if cluster_selector is not None:
+            if not cluster_selector.get(CLUSTER_SELECTOR_KEY):
+                raise ValueError(f"clusterSelector: needs a non-empty {CLUSTER_SELECTOR_KEY!r}")
+            if submission_mode == "SidecarMode":
+                raise ValueError("submissionMode: SidecarMode does not take a clusterSelector")
+            if backoff_limit:
+                raise ValueError("backoffLimit: incompatible with clusterSelector")
+        if submission_mode == "InteractiveMode" and backoff_limit:
+            raise ValueError("backoffLimit: incompatible with InteractiveMode")
+        if submission_mode == "SidecarMode" and submitter_pod_template is not None:
+            raise ValueError("submitterPodTemplate: SidecarMode does not take one")
+        if active_deadline_seconds is not None and active_deadline_seconds <= 0:
+            raise ValueError(f"activeDeadlineSeconds: {active_deadline_seconds} must be > 0")
+        if backoff_limit is not None and backoff_limit < 0:
+            raise ValueError(f"backoffLimit: {backoff_limit} must not be negative")
         _set_all(self, {
             "entrypoint": entrypoint, "ray_cluster_spec": ray_cluster_spec,
             "cluster_selector": cluster_selector, "runtime_env_yaml": runtime_env_yaml,
@@ -321,6 +398,7 @@ class RayJobSpecArgs:
             "ttl_seconds_after_finished": ttl_seconds_after_finished,
             "submission_mode": submission_mode, "backoff_limit": backoff_limit,
             "active_deadline_seconds": active_deadline_seconds,
+            "submitter_pod_template": submitter_pod_template,
         })
 
 

@@ -21,6 +21,7 @@ from .catalog import GENERATIONS, CatalogError, SliceShape, slice_shape
 from .config_base import ConfigModel as _Model
 from .config_base import Quantity
 from .fit import fit_problems, fit_warnings
+from .jobs_config import JobConfig, job_problems
 from .names import DNS_LABEL, K8S_NAME, PROJECT_ID, cidr_problem, cluster_name_problem
 from .teams import TeamConfig, team_problems, team_warnings
 
@@ -53,6 +54,12 @@ class SliceGroupConfig(_Model):
     spot: bool = False
     reservation: str | None = None
     machine_type: str | None = None
+    env: dict[str, str] = {}
+    """Extra environment of this group's Ray containers (e.g. TPU runtime flags)."""
+    labels: dict[str, str] = {}
+    """Ray node labels of this group's hosts (also on their pods)."""
+    ray_resources: dict[str, Quantity] = {}
+    """Extra Ray logical resources of each host of this group."""
 
     @cached_property
     def shape(self) -> SliceShape:
@@ -151,6 +158,12 @@ class RayConfig(_Model):
     idle_timeout_seconds: int = Field(600, ge=0)
     head_cpu: Quantity = "4"
     head_memory: Quantity = "16Gi"
+    head_env: dict[str, str] = {}
+    """Extra environment of the head's Ray container."""
+    head_labels: dict[str, str] = {}
+    """Ray node labels of the head."""
+    head_ray_resources: dict[str, Quantity] = {}
+    """Extra Ray logical resources of the head."""
     dashboard_internal_lb: bool = False
     auth: Literal["token", "disabled"] = "token"
     """Ray token authentication for the dashboard, Job Submission API and GCS."""
@@ -230,6 +243,8 @@ class StackConfig(_Model):
     registry: RegistryConfig = Field(RegistryConfig(), alias="raytpu:registry")
     project_settings: ProjectConfig = Field(ProjectConfig(), alias="raytpu:project")
     teams: list[TeamConfig] = Field([], alias="raytpu:teams")
+    jobs: list[JobConfig] = Field([], alias="raytpu:jobs")
+    """Training jobs emitted as RayJobs (:mod:`raytpu.jobs_config`)."""
     """Teams sharing the fleet through Kueue; empty: one RayCluster, no queueing."""
     cost: CostConfig = Field(CostConfig(), alias="raytpu:cost")
     monitoring: MonitoringConfig = Field(MonitoringConfig(), alias="raytpu:monitoring")
@@ -495,6 +510,7 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
     problems += [f"{key}: {p}" for key, cidr in cidrs if (p := cidr_problem(cidr))]
     problems += fit_problems(cfg)  # head/workers fit their nodes; Ray accepts the topologies
     problems += team_problems(cfg)
+    problems += job_problems(cfg)
     return problems
 
 

@@ -192,7 +192,7 @@ def kuberay_problems(cfg: StackConfig) -> list[str]:
 
 def fit_problems(cfg: StackConfig) -> list[str]:
     """Every scheduling / Ray-acceptance problem of a structurally valid stack."""
-    from raytpu.components.tpu_ray_cluster import worker_resources  # no cycle at import
+    from raytpu.components.ray_pod_templates import worker_resources  # no cycle at import
 
     problems = head_problems(cfg) + kuberay_problems(cfg)
     for i, s in enumerate(cfg.slices):

@@ -60,7 +60,7 @@ def tpu_flavors(cfg: StackConfig) -> dict[str, TpuFlavor]:
 
 
 def _worker_requests(shape: SliceShape) -> tuple[Decimal, Decimal]:
-    from raytpu.components.tpu_ray_cluster import worker_resources  # the one sizing
+    from raytpu.components.ray_pod_templates import worker_resources  # the one sizing
 
     requests = worker_resources(shape)["requests"]
     return parse_quantity(requests["cpu"]), parse_quantity(requests["memory"])

@@ -119,7 +119,7 @@ def helm_releases_text(result: PlanResult) -> str:
         if not i.get("skipCrds"):
             render += " --include-crds"
         render += " -f values.yaml  # values below"
-        deps = ", ".join(c.options.get("dependsOn", [])) or "-"
+        deps = ", ".join(urn.rsplit("::", 1)[-1] for urn in c.options.get("dependsOn", [])) or "-"
         lines += [
             f"{release}:",
             f"  chart:      {chart}",

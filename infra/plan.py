@@ -2,9 +2,15 @@
 
 ``pulumi.runtime.set_mocks`` replaces the engine and the providers, so no CLI, plugin
 or cloud account is needed. A recording monitor captures every registration with the
-options the mocks alone cannot see (protect, ignoreChanges, dependsOn, ...). Providers'
-computed outputs (cluster endpoint, CA certificate, service-account emails) get
-realistic fakes so that derived values such as the kubeconfig are well formed.
+options the mocks alone cannot see (protect, ignoreChanges, dependsOn, ...), under the URN
+the engine would give it.
+
+Two modes. ``preview=True`` (``raytpu plan``) is what ``pulumi preview`` sees before the
+first ``up``: a provider returns only the inputs it was given, so every computed output
+(cluster endpoint, CA certificate, service-account emails, ids, self links) and every
+value derived from one is unknown, and applies on unknowns do not run. The default
+(``preview=False``, the tests) gives computed outputs realistic fakes so that derived
+values such as the kubeconfig are built and can be checked for their shape.
 
 Mocks check this package's wiring and derived values; they do not check what GCP or the
 API server would accept. That second layer is ``pulumi preview`` in CI.
@@ -19,15 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pulumi.output import Unknown
 from pulumi.runtime import Mocks
+from pulumi.runtime.rpc import UNKNOWN
 
 from .config import ConfigError, StackConfig, parse_stack_config
 from .cost import cost_of
+from .plan_values import presented, reveal
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
 from .stack_file import default_stacks_dir as default_stacks_dir
 from .stack_file import load_stack_file as load_stack_file
-from .urns import resource_urn
+from .urns import STACK_TYPE, qualified_type, resource_urn
 
 PROJECT = "raytpu"
 FAKE_PROJECT_NUMBER = "123456789012"
@@ -46,22 +55,31 @@ class PlannedResource:
     type: str
     name: str
     parent: str | None
+    """The parent's name (None: the stack), for readable tests; ``parent_urn`` is exact."""
     custom: bool
     inputs: dict[str, Any]
+    """Wire form: secrets carry Pulumi's secret signature, unknowns are ``UNKNOWN``."""
     options: dict[str, Any] = field(default_factory=dict)
+    """``dependsOn`` and ``provider`` are URNs."""
     provider_version: str = ""
     """Provider plugin version the SDK pinned (not in the JSON: it changes with upgrades)."""
     urn: str = ""
     """The URN ``pulumi preview`` gives it (:func:`raytpu.urns.resource_urn`)."""
     parent_urn: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, show_secrets: bool = False) -> dict[str, Any]:
+        """``raytpu plan --json``'s resource: secrets masked, unknown inputs ``null`` and
+        listed (``inputs.<path>``) in ``unknown``."""
+        unknown: list[str] = []
+        inputs = presented(self.inputs, "inputs", unknown, show_secrets)
         return {
+            "urn": self.urn,
             "type": self.type,
             "name": self.name,
-            "parent": self.parent,
-            "inputs": self.inputs,
+            "parent": self.parent_urn,
+            "inputs": inputs,
             "options": self.options,
+            "unknown": sorted(unknown),
         }
 
 
@@ -70,7 +88,16 @@ class PlanResult:
     stack: str
     config: StackConfig
     resources: list[PlannedResource]
-    outputs: dict[str, Any]
+    raw_outputs: dict[str, Any]
+    """The stack's outputs in wire form (secret signatures, ``UNKNOWN``)."""
+    preview: bool = False
+    """Computed values unknown, as before a first ``pulumi up`` (see the module doc)."""
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The stack's outputs, secrets unwrapped (unknowns stay ``UNKNOWN``)."""
+        revealed: dict[str, Any] = reveal(self.raw_outputs)
+        return revealed
 
     @property
     def warnings(self) -> list[str]:
@@ -85,23 +112,30 @@ class PlanResult:
                 return r
         raise KeyError(f"{type_} {name!r} is not in the plan")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, show_secrets: bool = False) -> dict[str, Any]:
+        """``raytpu plan --json`` (README "Plan JSON")."""
+        unknown: list[str] = []
+        outputs = presented(self.raw_outputs, "outputs", unknown, show_secrets)
         return {
             "stack": self.stack,
-            "resources": [r.to_dict() for r in self.resources],
-            "outputs": self.outputs,
+            "resources": [r.to_dict(show_secrets) for r in self.resources],
+            "outputs": outputs,
+            "unknown": sorted(unknown),
             "warnings": self.warnings,
             "cost": cost_of(self.config),
         }
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+    def to_json(self, show_secrets: bool = False) -> str:
+        return json.dumps(self.to_dict(show_secrets), indent=2, sort_keys=False)
 
 
 def _plain(value: Any) -> Any:
-    """Protobuf Structs turn every number into a float: give integers back."""
+    """Protobuf Structs turn every number into a float: give integers back. An unknown
+    (``pulumi.output.Unknown`` in a preview's inputs) becomes the wire sentinel."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    if isinstance(value, Unknown):
+        return UNKNOWN
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -171,15 +205,20 @@ def _fake_existing_cluster(args: dict[str, Any], project: str) -> dict[str, Any]
 
 
 class RecordingMocks(Mocks):
-    """``pulumi.runtime.Mocks`` that fake provider outputs and answer invokes."""
+    """``pulumi.runtime.Mocks`` that answer invokes and, for a resource, return its inputs
+    (``preview``: as a provider plans a create; its id and computed outputs unknown) or
+    its inputs plus faked computed outputs."""
 
-    def __init__(self, project: str) -> None:
+    def __init__(self, project: str, preview: bool = False) -> None:
         self.project = project
+        self.preview = preview
         self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
         self.inputs[(args.typ, args.name)] = args.inputs
+        if self.preview:
+            return "", _plain(args.inputs)  # an empty id is an unknown one
         outputs = _fake_outputs(args.typ, args.name, args.inputs, self.project)
         return outputs.get("id") or f"{args.name}-id", outputs
 
@@ -225,14 +264,16 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
             if urn in self.resources:
                 raise PlanError(f"duplicate resource URN {urn} (two resources share a name)")
             response = super().RegisterResource(request)
-            parent_urn = real_urns.get(request.parent) if request.parent else None
+            # None: the stack's root resource (registered once per process, so it may not
+            # be in this run's map).
+            parent_urn = None
+            if request.parent and qualified_type(request.parent) != STACK_TYPE:
+                parent_urn = real_urns.get(request.parent, request.parent)
             real_urns[urn] = resource_urn(get_stack(), get_project(), request.type,
                                           request.name, parent_urn)
-            if request.type == "pulumi:pulumi:Stack":
+            if request.type == STACK_TYPE:
                 return response
-            parent = None
-            if request.parent and not request.parent.split("::")[2].endswith("pulumi:pulumi:Stack"):
-                parent = _name_of(request.parent)
+            parent = _name_of(request.parent) if parent_urn else None
             options: dict[str, Any] = {}
             if request.protect:
                 options["protect"] = True
@@ -247,11 +288,12 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
             aliases = sorted(a.spec.type for a in request.aliases if a.spec.type)
             if aliases:
                 options["aliasTypes"] = aliases
-            deps = [_name_of(d) for d in request.dependencies if d != request.parent]
+            deps = [real_urns.get(d, d) for d in request.dependencies if d != request.parent]
             if deps:
                 options["dependsOn"] = sorted(set(deps))
             if request.provider:  # "<provider urn>::<id>"
-                options["provider"] = _name_of(request.provider.rsplit("::", 1)[0])
+                provider = request.provider.rsplit("::", 1)[0]
+                options["provider"] = real_urns.get(provider, provider)
             inputs = mocks.inputs.get((request.type, request.name), {})
             records.append(
                 PlannedResource(
@@ -286,12 +328,15 @@ def _as_pulumi_config(raw: dict[str, Any]) -> dict[str, str]:
 
 
 def run_program(
-    stack: str, raw: dict[str, Any], program: Callable[[], None] | None = None
+    stack: str, raw: dict[str, Any], program: Callable[[], None] | None = None,
+    *, preview: bool = False,
 ) -> PlanResult:
     """Validate ``raw`` (raises ConfigError before anything is declared), then run ``program``
-    (default: the stack program, ``raytpu.program.declare``) under recording mocks."""
+    (default: the stack program, ``raytpu.program.declare``) under recording mocks;
+    ``preview``: computed values unknown (the module doc)."""
     import pulumi
-    from pulumi.runtime import settings
+    from google.protobuf import json_format
+    from pulumi.runtime import rpc, settings
 
     cfg = parse_stack_config(stack, raw)
 
@@ -300,22 +345,30 @@ def run_program(
 
         program = declare
 
-    mocks = RecordingMocks(cfg.project)
+    mocks = RecordingMocks(cfg.project, preview=preview)
     records: list[PlannedResource] = []
     monitor = _make_monitor(mocks, records)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview,
+                             monitor=monitor)
     pulumi.runtime.set_all_config(_as_pulumi_config(raw))
 
     outputs: dict[str, Any] = {}
     root = settings.get_root_resource()
+
+    async def _capture(exported: dict[str, Any]) -> None:
+        # Serialized as the engine receives stack outputs: secrets keep their signature,
+        # unknowns (preview) are the UNKNOWN sentinel instead of never-run applies.
+        struct = await rpc.serialize_properties(exported, {})
+        outputs.update(json_format.MessageToDict(struct))
+        for key in exported:  # serialization drops None values
+            outputs.setdefault(key, None)
 
     @pulumi.runtime.test
     def _run() -> Any:
         assert root is not None
         root.outputs.clear()  # type: ignore[attr-defined]
         program()
-        exported = dict(root.outputs)  # type: ignore[attr-defined]
-        return pulumi.Output.from_input(exported).apply(outputs.update)
+        return _capture(dict(root.outputs))  # type: ignore[attr-defined]
 
     try:
         _run()
@@ -330,8 +383,10 @@ def run_program(
         raise
     if not records:
         raise PlanError("the program declared no resources (were the mocks installed?)")
-    return PlanResult(stack=stack, config=cfg, resources=records, outputs=_plain(outputs))
+    return PlanResult(stack=stack, config=cfg, resources=records, raw_outputs=_plain(outputs),
+                      preview=preview)
 
 
-def run_plan(stack: str, stacks_dir: Path | None = None) -> PlanResult:
-    return run_program(stack, load_stack_file(stack, stacks_dir))
+def run_plan(stack: str, stacks_dir: Path | None = None, *, preview: bool = False
+             ) -> PlanResult:
+    return run_program(stack, load_stack_file(stack, stacks_dir), preview=preview)

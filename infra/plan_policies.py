@@ -63,9 +63,9 @@ def _options(r: PlannedResource) -> PolicyResourceOptions:
     )
 
 
-def _provider(r: PlannedResource, by_name: Mapping[str, PlannedResource]
+def _provider(r: PlannedResource, by_urn: Mapping[str, PlannedResource]
               ) -> PolicyProviderResource | None:
-    p = by_name.get(str(r.options.get("provider", "")))
+    p = by_urn.get(str(r.options.get("provider", "")))
     if p is None:
         return None
     return PolicyProviderResource(p.type, unknown_checking_proxy(copy.deepcopy(p.inputs)),
@@ -100,7 +100,7 @@ def evaluate(result: PlanResult, config: Mapping[str, Any] | None = None,
     """Every violation of ``policies`` (default: the pack) in the plan."""
     config = config or {}
     custom = [r for r in result.resources if r.custom]
-    by_name = {r.name: r for r in result.resources if r.type.startswith("pulumi:providers:")}
+    by_urn = {r.urn: r for r in result.resources}
     out: list[Violation] = []
     for policy in policies if policies is not None else POLICIES:
         level = _level(policy, config)
@@ -112,7 +112,7 @@ def evaluate(result: PlanResult, config: Mapping[str, Any] | None = None,
             for r in custom:
                 args = ResourceValidationArgs(
                     r.type, unknown_checking_proxy(copy.deepcopy(r.inputs)), r.urn, r.name,
-                    _options(r), _provider(r, by_name), own)
+                    _options(r), _provider(r, by_urn), own)
                 _run(policy, args, out, level, r.urn)
         else:
             _run(policy, StackValidationArgs(stack_resources(result), own), out, level, "")
@@ -121,20 +121,16 @@ def evaluate(result: PlanResult, config: Mapping[str, Any] | None = None,
 
 def stack_resources(result: PlanResult) -> list[PolicyResource]:
     """The plan's custom resources as a stack policy sees them (parents, dependencies)."""
-    by_name = {r.name: r for r in result.resources if r.type.startswith("pulumi:providers:")}
+    by_urn = {r.urn: r for r in result.resources}
     made: dict[str, PolicyResource] = {}
     for r in result.resources:
         made[r.urn] = PolicyResource(r.type, unknown_checking_proxy(copy.deepcopy(r.inputs)),
-                                     r.urn, r.name, _options(r), _provider(r, by_name), None,
+                                     r.urn, r.name, _options(r), _provider(r, by_urn), None,
                                      [], {})
-    urn_by_name: dict[str, list[str]] = {}
-    for r in result.resources:
-        urn_by_name.setdefault(r.name, []).append(r.urn)
     for r in result.resources:
         pr = made[r.urn]
         pr.parent = made.get(r.parent_urn or "")
-        for dep in r.options.get("dependsOn", []):
-            pr.dependencies += [made[u] for u in urn_by_name.get(dep, [])]
+        pr.dependencies = [made[u] for u in r.options.get("dependsOn", []) if u in made]
     return [made[r.urn] for r in result.resources if r.custom]
 
 

@@ -13,14 +13,15 @@ from raytpu.components.ray_resources import RAYCLUSTER_TYPE
 from .catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
 from .plan import PlannedResource, PlanResult
 from .plan_tables import PlanTable
+from .plan_values import shown
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
 def operator_table(result: PlanResult) -> PlanTable | None:
     charts = result.by_type(CHART_TYPE)
-    rows = [[str(c.inputs.get("name", c.name)), str(c.inputs.get("chart", "")),
-             str(c.inputs.get("version", "")), str(c.inputs.get("namespace", "")),
+    rows = [[shown(c.inputs.get("name", c.name)), shown(c.inputs.get("chart", "")),
+             shown(c.inputs.get("version", "")), shown(c.inputs.get("namespace", "")),
              "skipped" if c.inputs.get("skipCrds") else "managed"] for c in charts]
     notes = []
     for c in charts:
@@ -61,12 +62,12 @@ def raycluster_table(rc: PlannedResource) -> PlanTable:
         selector = template.get("spec", {}).get("nodeSelector", {})
         limits = _container(template).get("resources", {}).get("limits", {})
         rows.append([
-            str(w.get("groupName")),
+            shown(w.get("groupName")),
             f"{w.get('minReplicas', 0)}/{w.get('replicas', 0)}/{w.get('maxReplicas', '?')}",
-            str(w.get("numOfHosts", 1)),
-            str(limits.get(TPU_RESOURCE, "-")),
-            str(selector.get(TOPOLOGY_LABEL, "-")),
-            str(selector.get(ACCELERATOR_LABEL, "-")),
+            shown(w.get("numOfHosts", 1)),
+            shown(limits.get(TPU_RESOURCE, "-")),
+            shown(selector.get(TOPOLOGY_LABEL, "-")),
+            shown(selector.get(ACCELERATOR_LABEL, "-")),
         ])
     title = (f"RayCluster {meta.get('namespace', '')}/{meta.get('name', rc.name)} "
              f"(Ray {spec.get('rayVersion', '?')}, {autoscaling})")

@@ -28,7 +28,7 @@ from .cost import summary_line as cost_line
 from .plan import PlanResult
 from .plan_policies import Violation, mandatory
 from .plan_ray_tables import ray_tables
-from .plan_tables import PlanTable, TableSource, tpu_slice_tables
+from .plan_tables import PlanTable, TableSource, output_tables, tpu_slice_tables
 from .policy_rules import PACK_NAME, POLICIES
 
 # The plan's sections, in order. Add a module's table source here.
@@ -63,19 +63,26 @@ def _grid(table: PlanTable) -> Table:
 
 
 def _kv_lines(table: PlanTable, width: int) -> list[Text]:
-    """One block per row: its first cell, then ``column  value`` lines; a value that does
-    not fit beside its column name goes on the next line, alone."""
+    """One block per row: its first cell, then ``column  value`` lines (a two-column table:
+    one ``name  value`` line per row); a value that does not fit beside its name goes on
+    the next line, alone."""
+    def pair(indent: int, label: str, label_width: int, value: str) -> list[Text]:
+        line = f"{' ' * indent}{label:<{label_width}}  {value}"
+        if len(line) <= width:
+            return [Text(line)]
+        return [Text(f"{' ' * indent}{label}:"), Text(f"{' ' * (indent + 2)}{value}")]
+
     lines = [Text(table.title, style="bold")]
+    if len(table.columns) == 2:
+        name_width = max(len(row[0]) for row in table.rows) if table.rows else 0
+        for name, value in table.rows:
+            lines += pair(2, name, name_width, value)
+        return lines
     label_width = max(len(c) for c in table.columns[1:]) if len(table.columns) > 1 else 0
     for row in table.rows:
         lines.append(Text(f"  {table.columns[0]} {row[0]}", style="bold"))
         for name, cell in zip(table.columns[1:], row[1:], strict=True):
-            line = f"{' ' * KV_INDENT}{name:<{label_width}}  {cell}"
-            if len(line) <= width:
-                lines.append(Text(line))
-            else:
-                lines.append(Text(f"{' ' * KV_INDENT}{name}:"))
-                lines.append(Text(f"{' ' * (KV_INDENT + 2)}{cell}"))
+            lines += pair(KV_INDENT, name, label_width, cell)
     return lines
 
 
@@ -130,13 +137,15 @@ def _n(count: int, noun: str) -> str:
 
 
 def render_plan(result: PlanResult, violations: Sequence[Violation] | None = None,
-                console: Console | None = None) -> None:
+                console: Console | None = None, show_secrets: bool = False) -> None:
     """The whole human plan. ``violations``: the policy results (None: policies off)."""
     console = console or Console()
     console.print(plan_tree(result))
     for source in TABLE_SOURCES:
         for table in source(result):
             render_table(console, table)
+    for table in output_tables(result, show_secrets):
+        render_table(console, table)
     console.print(Text(cost_line(cost_of(result.config))), overflow="fold")
     for w in result.warnings:
         line = Text("warning:", style="yellow")

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .plan_values import shown
+
 if TYPE_CHECKING:
     from .plan import PlanResult
 
@@ -50,3 +52,10 @@ def tpu_slice_tables(result: PlanResult) -> list[PlanTable]:
     return [PlanTable(f"TPU slices (zone {cfg.zone})",
                       ["slice", "tpu", "topology", "hosts", "chips", "chips/host", "machine type",
                        "slices", "spot"], rows)]
+
+
+def output_tables(result: PlanResult, show_secrets: bool = False) -> list[PlanTable]:
+    """The stack's outputs as ``pulumi preview`` lists them: ``[secret]`` and
+    ``(known after up)`` where the value is a secret or computed by a provider."""
+    rows = [[key, shown(value, show_secrets)] for key, value in sorted(result.raw_outputs.items())]
+    return [PlanTable("Outputs", ["output", "value"], rows)] if rows else []

@@ -19,32 +19,14 @@ from raytpu.components.kuberay_operator import (
     KubeRayOperator,
     KubeRayOperatorArgs,
 )
-from raytpu.components.tpu_ray_cluster import (
-    ProblemKeys,
-    TpuRayCluster,
-    TpuRayClusterArgs,
-    TpuWorkerGroup,
-    args_problems,
-)
+from raytpu.components.ray_cluster_validation import args_problems
+from raytpu.components.tpu_ray_cluster import TpuRayCluster
 from raytpu.versions import version_tuple
 
 from .config import ConfigError, StackConfig
 from .isolation_program import build_stack_namespace_policies
-
-
-def config_keys(cfg: StackConfig) -> ProblemKeys:
-    """Config keys, for problems reported against the stack file."""
-    return ProblemKeys(
-        cluster_name="raytpu:ray.clusterName",
-        namespace="raytpu:ray.namespace",
-        service_account="raytpu:ray.serviceAccount",
-        # The default image is this stack's registry with raytpu:ray.imageTag.
-        image="raytpu:ray.image" if cfg.ray.image else "raytpu:ray.imageTag",
-        auth="raytpu:ray.auth",
-        access_cidrs="raytpu:network.rayAccessCidrs",
-        labels="raytpu:ray.labels",
-        worker_group=lambda i: f"raytpu:slices[{i}]",
-    )
+from .ray_cluster_config import cluster_args, config_keys
+from .training_job import training_rayjob
 
 
 def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
@@ -61,45 +43,6 @@ def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
         # gke-addon: the CRD wait Job runs python from the public Ray image the trainer image
         # is built on (not the stack's own image: that may not be pushed yet on a first up).
         addon_wait_image=versions.RAY_IMAGE,
-    )
-
-
-def worker_groups(cfg: StackConfig) -> list[TpuWorkerGroup]:
-    return [
-        TpuWorkerGroup(name=s.name, shape=s.shape, min_slices=s.min_slices, max_slices=s.max_slices,
-                   initial_slices=s.initial_slices)
-        for s in cfg.slices
-    ]
-
-
-def cluster_args(
-    cfg: StackConfig,
-    *,
-    gsa_email: pulumi.Input[str],
-    system_pool: str | None = None,
-    tpu_pools: Mapping[str, Mapping[str, str]] | None = None,
-    create_namespace: bool = True,
-) -> TpuRayClusterArgs:
-    r = cfg.ray
-    return TpuRayClusterArgs(
-        cluster_name=r.cluster_name,
-        namespace=r.namespace,
-        service_account=r.service_account,
-        gsa_email=gsa_email,
-        image=cfg.image,
-        ray_version=r.version,
-        worker_groups=worker_groups(cfg),
-        checkpoint_uri=cfg.checkpoint_uri,
-        system_pool=system_pool,
-        tpu_pools=tpu_pools,
-        head_cpu=r.head_cpu,
-        head_memory=r.head_memory,
-        idle_timeout_seconds=r.idle_timeout_seconds,
-        dashboard_internal_lb=r.dashboard_internal_lb,
-        auth=r.auth,
-        access_cidrs=tuple(cfg.network.ray_access_cidrs),
-        create_namespace=create_namespace,
-        pod_monitoring=cfg.monitoring.enabled,
     )
 
 
@@ -149,8 +92,10 @@ def build_ray(
     operator_depends_on: Sequence[pulumi.Resource] | None = None,
     system_pool: str | None = None,
     tpu_pools: Mapping[str, Mapping[str, str]] | None = None,
+    image: pulumi.Input[str] | None = None,
 ) -> dict[str, Any]:
-    """Declare the KubeRay operator (or record the GKE add-on) and the stack's RayCluster.
+    """Declare the KubeRay operator (or record the GKE add-on), the stack's RayCluster and
+    its ``raytpu:jobs`` RayJobs.
 
     ``provider``: the GKE cluster's Kubernetes provider (server-side apply on: the KubeRay CRDs
     exceed client-side apply's annotation limit). ``depends_on``: what the RayCluster waits for
@@ -158,10 +103,13 @@ def build_ray(
     (default ``depends_on``; the stack passes the cluster and system pool only, so a TPU
     stockout does not hold back cert-manager, KubeRay and the webhook). ``system_pool``: the
     CPU node pool's name, to pin the Ray head. ``tpu_pools``: node labels per TPU pool, to
-    refuse a group that no pool can host.
+    refuse a group that no pool can host. ``image``: the Ray pods' image (default
+    ``cfg.image``; the stack passes the digest of the image it builds).
     Returns the stack outputs of the Ray layer.
     """
     op_args = _checked(cfg, gsa_email, system_pool, tpu_pools)  # before declaring anything
+    jobs = [training_rayjob(cfg, job, image=image, system_pool=system_pool,
+                            key=f"raytpu:jobs[{i}]") for i, job in enumerate(cfg.jobs)]
 
     providers: list[pulumi.ProviderResource] | None = [provider] if provider is not None else None
     base = pulumi.ResourceOptions(providers=providers, depends_on=list(depends_on))
@@ -177,13 +125,18 @@ def build_ray(
     cluster = TpuRayCluster(
         "ray",
         cluster_args(cfg, gsa_email=gsa_email, system_pool=system_pool, tpu_pools=tpu_pools,
-                     create_namespace=create_ns),
+                     create_namespace=create_ns, image=image),
         opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(
             # The CRDs must exist (preview + apply) and the TPU webhook must serve before any
             # KubeRay pod is created, or TPU pods start without TPU_WORKER_* (silently broken).
             depends_on=[*operator.ready, *([ns_owner] if ns_owner is not None else [])],
         )),
     )
+    # Each job's RayCluster runs as the stack's KSA in its namespace: after both exist.
+    job_opts = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(
+        depends_on=[*operator.ready, cluster.service_account]))
+    for job in jobs:
+        job.declare(f"job-{job.metadata['name']}", job_opts)
     # NetworkPolicy follows the namespace, not the RayCluster: on a first `up` a Ray pod may
     # start a few seconds before it (its image pull alone takes longer).
     ns_creator = cluster.namespace if cluster.namespace is not None else ns_owner
@@ -205,4 +158,5 @@ def build_ray(
         ),
         "kuberay_mode": cfg.kuberay.mode,
         "kuberay_charts": operator.outputs["charts"],
+        "ray_jobs": [job.metadata["name"] for job in jobs],
     }

@@ -92,6 +92,12 @@ def bad_values(ann: Any, f: FieldInfo) -> list[tuple[Any, str]]:
             if isinstance(m, annotated_types.Gt):
                 out.append((int(m.gt), ""))  # type: ignore[call-overload]
         return out
+    if ann is float:
+        out = [(True, ""), ("0.5", "")]
+        for m in _bounds(f, ann):
+            if isinstance(m, annotated_types.Gt):
+                out.append((m.gt, ""))
+        return out
     if ann is str and any(isinstance(m, BeforeValidator) for m in f.metadata):
         return [(True, ""), (["x"], "")]  # a Quantity: YAML numbers are fine, booleans not
     if ann is str:

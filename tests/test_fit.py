@@ -15,7 +15,7 @@ from raytpu.catalog import (
     node_allocatable,
     slice_shape,
 )
-from raytpu.components.tpu_ray_cluster import worker_resources
+from raytpu.components.ray_pod_templates import worker_resources
 from raytpu.config import ConfigError, parse_stack_config
 from raytpu.fit import HEADROOM, parse_quantity, request_problems
 

@@ -46,7 +46,7 @@ class Submission:
 
     @property
     def token_hint(self) -> str:
-        from raytpu.components.tpu_ray_cluster import auth_token_command  # pulumi: ~0.4 s
+        from raytpu.components.ray_access import auth_token_command
 
         return "get it with: " + auth_token_command(self.cluster_name, self.namespace)
 

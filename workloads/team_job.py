@@ -101,9 +101,10 @@ def _check_fits(team: Any, group: str, slices: int) -> None:
 def _cluster_spec(stack: str, raw: dict[str, Any], cfg: Any, team: Any, group: Any,
                   slices: int, name: str) -> dict[str, Any]:
     """The RayCluster spec of the job, as :class:`TpuRayCluster` renders it (offline)."""
-    from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuWorkerGroup, args_problems
+    from raytpu.components.ray_cluster_validation import args_problems
+    from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuWorkerGroup
     from raytpu.plan import run_program
-    from raytpu.ray_program import cluster_args
+    from raytpu.ray_cluster_config import cluster_args
     from raytpu.teams import TEAM_SERVICE_ACCOUNT, team_checkpoint_uri, team_namespace
 
     fixed = TpuWorkerGroup(name=group.name, shape=group.shape, min_slices=slices,
@@ -133,7 +134,10 @@ def submitter_template(image: str, system_pool: str = "system") -> dict[str, Any
     """The K8sJobMode submitter pod: KubeRay's default container (it fills in the command),
     hardened for the restricted Pod Security Standard, with KubeRay's default resources
     (what Kueue counts for it)."""
-    from raytpu.components.tpu_ray_cluster import container_security_context, pod_security_context
+    from raytpu.components.ray_pod_templates import (
+        container_security_context,
+        pod_security_context,
+    )
     from raytpu.kueue_program import NODEPOOL_LABEL
 
     return {"spec": {

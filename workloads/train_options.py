@@ -7,6 +7,8 @@ stack's RayJobs share one validation without importing each other.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .config import ModelConfig, OptimConfig, TrainConfig
 
 
@@ -16,6 +18,18 @@ class BadFlags(Exception):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("; ".join(problems))
+
+
+def trainer_defaults() -> dict[str, Any]:
+    """:func:`build_config`'s options (but the slice) at the trainer's defaults."""
+    d, m, o = TrainConfig(), ModelConfig(), OptimConfig()
+    return {
+        "steps": d.steps, "data": d.data, "checkpoint_every": d.checkpoint_every,
+        "batch_per_host": d.batch_per_host, "n_layers": m.n_layers, "d_model": m.d_model,
+        "n_heads": m.n_heads, "seq_len": m.seq_len, "lr": o.lr,
+        "warmup_steps": o.warmup_steps, "seed": d.seed, "compile": d.compile,
+        "log_every": d.log_every,
+    }
 
 
 def _positive(problems: list[str], **flags: float) -> None:

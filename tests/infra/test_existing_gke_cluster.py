@@ -102,7 +102,7 @@ def test_pools_operator_and_raycluster_without_network_or_cluster(
     (provider,) = plan.by_type(K8S_PROVIDER)
     k8s_objects = [r for r in plan.resources
                    if r.type.startswith("kubernetes:") and r.custom]
-    assert k8s_objects and all(r.options.get("provider") == provider.name for r in k8s_objects)
+    assert k8s_objects and all(r.options.get("provider") == provider.urn for r in k8s_objects)
     (rc,) = [r for r in k8s_objects if r.type == "kubernetes:ray.io/v1:RayCluster"]
     (group,) = rc.inputs["spec"]["workerGroupSpecs"]
     assert (group["numOfHosts"], group["replicas"]) == (4, 2)

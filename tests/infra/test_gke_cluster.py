@@ -88,7 +88,7 @@ def test_node_service_account_is_least_privilege(plan: PlanResult) -> None:
     }
     assert not any(g.inputs["role"] in ("roles/editor", "roles/owner") for g in grants)
     # The cluster waits for the grants: nodes must be able to log from the first boot.
-    assert set(plan.get(CLUSTER, "gke").options["dependsOn"]) >= {g.name for g in grants}
+    assert set(plan.get(CLUSTER, "gke").options["dependsOn"]) >= {g.urn for g in grants}
 
 
 def test_system_pool(plan: PlanResult) -> None:
@@ -140,7 +140,8 @@ def test_kubeconfig_and_provider(plan: PlanResult) -> None:
 
     provider = plan.get("pulumi:providers:kubernetes", "gke-k8s")
     assert provider.parent == "gke"
-    assert "gke-system" in provider.options["dependsOn"]  # operators need a node to land on
+    # Operators need a node to land on.
+    assert plan.get(NODE_POOL, "gke-system").urn in provider.options["dependsOn"]
     assert "gke-gcloud-auth-plugin" in str(provider.inputs["kubeconfig"])
 
 

@@ -44,8 +44,8 @@ def assert_whole(text: str, value: str, width: int) -> None:
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_value_is_whole(stack: str, width: int,
-                              stack_plans: dict[str, PlanResult]) -> None:
-    result = stack_plans[stack]
+                              stack_previews: dict[str, PlanResult]) -> None:
+    result = stack_previews[stack]
     text = render(result, width)
     assert "…" not in text and "..." not in squash(text).replace("..", "")
     too_long = [line for line in text.splitlines() if len(line.rstrip()) > width]
@@ -67,7 +67,7 @@ def test_every_value_is_whole(stack: str, width: int,
 
 
 def test_a_new_section_is_a_data_function(monkeypatch: pytest.MonkeyPatch,
-                                          stack_plans: dict[str, PlanResult]) -> None:
+                                          stack_previews: dict[str, PlanResult]) -> None:
     image = "us-docker.pkg.dev/acme/images/trainer@sha256:" + "0123456789abcdef" * 4
     extra = PlanTable("Image builds", ["image", "context", "digest pinned", "builder", "cache"],
                       [["trainer", "workloads/", image, "cloud-build-default-pool", "[none]"]],
@@ -75,12 +75,12 @@ def test_a_new_section_is_a_data_function(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(plan_render, "TABLE_SOURCES",
                         (*plan_render.TABLE_SOURCES, lambda _: [extra]))
     for width in WIDTHS:
-        text = render(stack_plans["dev"], width)
+        text = render(stack_previews["dev"], width)
         for cell in extra.rows[0]:
             assert_whole(text, cell, width)
         assert "built by [secret] runner" in text  # values are text, not rich markup
     # At 80 columns the table is too wide for a grid: one key/value block per row.
-    narrow = render(stack_plans["dev"], 80).splitlines()
+    narrow = render(stack_previews["dev"], 80).splitlines()
     assert "  image trainer" in narrow
     assert "    cache          [none]" in narrow
 
@@ -102,10 +102,10 @@ def _parent_label(tree: Tree, label: str) -> str | None:
 
 
 def test_tree_puts_children_under_their_real_parent(
-        stack_plans: dict[str, PlanResult]) -> None:
+        stack_previews: dict[str, PlanResult]) -> None:
     # The VPC component and the GKE cluster are both named after the cluster: by name, the
     # cluster's children landed under the network.
-    tree = plan_tree(stack_plans["dev"])
+    tree = plan_tree(stack_previews["dev"])
     assert _parent_label(tree, "raytpu-dev gcp:container/cluster:Cluster") == \
         "raytpu-dev raytpu:gke:GkeCluster"
     assert _parent_label(tree, "raytpu-dev gcp:compute/network:Network") == \
@@ -114,12 +114,13 @@ def test_tree_puts_children_under_their_real_parent(
         "raytpu-dev raytpu:gke:GkeCluster"
 
 
-def test_summary_counts_slices_chips_and_kinds(stack_plans: dict[str, PlanResult]) -> None:
+def test_summary_counts_slices_chips_and_kinds(stack_previews: dict[str, PlanResult]) -> None:
     # prod: v5e-16 (16 chips) count 1 up to 4, v5e-8-eval (8 chips) exactly 1.
-    line = summary_line(stack_plans["prod"])
+    line = summary_line(stack_previews["prod"])
     assert line.startswith("Plan: 2 TPU slices, 24 chips (max 5 slices, 72 chips), $")
-    assert " / month; + 61 to create: " in line
-    n_pools = len(stack_plans["prod"].by_type("gcp:container/nodePool:NodePool"))
+    prod = stack_previews["prod"]
+    assert f" / month; + {len(prod.resources)} to create: " in line
+    n_pools = len(prod.by_type("gcp:container/nodePool:NodePool"))
     assert f"{n_pools} NodePool" in line and "1 Cluster" in line and "1 RayCluster" in line
     assert "\n" not in line
 

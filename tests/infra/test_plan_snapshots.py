@@ -4,9 +4,9 @@ Refresh after an intended change, then review the diff in the pull request:
 
     UPDATE_SNAPSHOTS=1 python -m pytest tests/infra/test_plan_snapshots.py
 
-A snapshot is ``raytpu plan --stack <stack> --json`` in canonical form: resources sorted by
-(type, name) and keys sorted, because Pulumi registers resources concurrently and their
-order in the raw output varies from run to run.
+A snapshot is ``raytpu plan --stack <stack> --json`` in canonical form (computed values
+unknown, secrets masked): resources sorted by URN and keys sorted, because Pulumi registers
+resources concurrently and their order in the raw output varies from run to run.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ MAX_DIFF_LINES = 80
 
 def canonical(plan: dict[str, Any]) -> str:
     doc = dict(plan)
-    doc["resources"] = sorted(plan["resources"], key=lambda r: (r["type"], r["name"]))
+    doc["resources"] = sorted(plan["resources"], key=lambda r: r["urn"])
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_plan_matches_snapshot(stack: str, stack_plans: dict[str, PlanResult]) -> None:
-    current = canonical(stack_plans[stack].to_dict())
+def test_plan_matches_snapshot(stack: str, stack_previews: dict[str, PlanResult]) -> None:
+    current = canonical(stack_previews[stack].to_dict())
     path = SNAPSHOTS_DIR / f"plan_{stack}.json"
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)

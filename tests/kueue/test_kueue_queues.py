@@ -139,7 +139,7 @@ def test_cluster_queues_carry_the_teams_quotas_in_chips(plan: PlanResult) -> Non
 
 def test_cpu_and_memory_quota_fits_the_jobs_the_tpu_quota_admits(plan: PlanResult) -> None:
     """vision: 1 pod16 slice (4 hosts) + 1 single (1 host), so up to 2 jobs at once."""
-    from raytpu.components.tpu_ray_cluster import worker_resources
+    from raytpu.components.ray_pod_templates import worker_resources
 
     cfg = plan.config
     (cpu_group,) = [g for g in _kueue(plan, "ClusterQueue")["vision"]["spec"]["resourceGroups"]
@@ -180,14 +180,15 @@ def test_kueue_runs_on_the_system_pool_and_never_waits_for_tpu_pools(plan: PlanR
     manager = values["controllerManager"]
     assert manager["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}
     assert manager["manager"]["image"]["tag"] == "v0.19.2"
-    tpu_pools = {p.name for p in plan.by_type(NODE_POOL)
+    tpu_pools = {p.urn for p in plan.by_type(NODE_POOL)
                  if p.inputs["nodeConfig"]["machineType"].startswith("ct")}
     assert len(tpu_pools) == 5  # pod16 x2, single, pod16-spot, big
     waits = set(chart.options.get("dependsOn", []))
     kueue = [r for r in plan.resources if r.parent in ("kueue", "kueue-ns")]
     for r in [chart, *kueue]:
         assert not tpu_pools & set(r.options.get("dependsOn", [])), r.name
-    assert "kueue-ns" in waits
+    (namespace,) = [r for r in plan.resources if r.name == "kueue-ns"]
+    assert namespace.urn in waits
 
 
 def test_manager_configuration_ray_integrations_and_wait_for_pods_ready(
@@ -219,7 +220,7 @@ def test_queues_wait_for_kueue(plan: PlanResult) -> None:
     kueue_objects = [r for r in plan.resources if r.type.startswith(KUEUE)]
     assert len(kueue_objects) == 10  # 2 TPU flavors + cpu, 3 priorities, 2 CQs, 2 LQs
     for r in kueue_objects:
-        assert "kueue" in r.options["dependsOn"], r.name  # CRDs and webhooks first
+        assert plan.get(CHART, "kueue").urn in r.options["dependsOn"], r.name  # CRDs, webhooks
 
 
 def test_no_teams_no_kueue() -> None:

@@ -65,16 +65,17 @@ def test_install_order_cert_manager_then_operator_then_webhook_then_raycluster(
     by_name = {r.name: r for r in plan.resources}
     charts = {r.inputs["name"]: r.name for r in plan.by_type(CHART)}
 
-    def deps(name: str) -> set[str]:
-        return set(by_name[name].options.get("dependsOn", []))
+    def deps(name: str) -> set[str]:  # dependsOn holds URNs; these names are unique here
+        return {u.rsplit("::", 1)[-1] for u in by_name[name].options.get("dependsOn", [])}
 
     assert charts["cert-manager"] in deps(charts["kuberay-operator"])
     assert charts["kuberay-operator"] in deps(charts["kuberay-tpu-webhook"])
     (rc,) = plan.by_type(RAYCLUSTER)
     # CRDs (operator chart) known before the RayCluster; webhook serving before any Ray pod.
     assert {charts["kuberay-operator"], charts["kuberay-tpu-webhook"]} <= deps(rc.name)
-    assert all(by_name[c].options.get("provider") == "k8s" for c in charts.values())
-    assert rc.options.get("provider") == "k8s"
+    (k8s,) = plan.by_type("pulumi:providers:kubernetes")
+    assert all(by_name[c].options.get("provider") == k8s.urn for c in charts.values())
+    assert rc.options.get("provider") == k8s.urn
 
 
 def test_namespaces_created_except_the_one_the_webhook_chart_owns(
@@ -85,7 +86,7 @@ def test_namespaces_created_except_the_one_the_webhook_chart_owns(
     assert names == ["cert-manager", "kuberay-system", "ray"]
     assert WEBHOOK_NAMESPACE not in names
     charts = _charts(plan)
-    ns = {r.inputs["metadata"]["name"]: r.name for r in plan.by_type(NAMESPACE)}
+    ns = {r.inputs["metadata"]["name"]: r.urn for r in plan.by_type(NAMESPACE)}
     assert ns["kuberay-system"] in charts["kuberay-operator"].options["dependsOn"]
     assert ns["cert-manager"] in charts["cert-manager"].options["dependsOn"]
 
@@ -158,7 +159,7 @@ def test_gke_addon_mode_installs_no_charts_and_waits_for_the_addons_crd(
     (job,) = plan.by_type("kubernetes:batch/v1:Job")
     # The RayCluster (and so its pods) is declared only once the Job has seen the CRD.
     (rc,) = plan.by_type(RAYCLUSTER)
-    assert job.name in rc.options["dependsOn"]
+    assert job.urn in rc.options["dependsOn"]
     container = job.inputs["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][:2] == ["python", "-c"]
     assert "customresourcedefinitions/" in container["command"][2]
@@ -177,7 +178,7 @@ def test_gke_addon_mode_installs_no_charts_and_waits_for_the_addons_crd(
                                            "namespace": "default"}]
     assert job.inputs["spec"]["template"]["spec"]["serviceAccountName"] == (
         sa.inputs["metadata"]["name"])
-    assert {binding.name, role.name, sa.name} <= set(job.options["dependsOn"])
+    assert {binding.urn, role.urn, sa.urn} <= set(job.options["dependsOn"])
     assert restricted_problems(job.inputs["spec"]["template"]["spec"]) == []
     assert plan.outputs["kuberay_mode"] == "gke-addon"
     assert plan.outputs["kuberay_charts"] == []

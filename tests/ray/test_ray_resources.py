@@ -138,11 +138,11 @@ def test_the_strict_crd_check_catches_a_pruned_key(validate_crd: Validate) -> No
     ("build", "message"),
     [
         (lambda: RayJobSpecArgs(entrypoint="x"), "rayClusterSpec/clusterSelector"),
-        (lambda: RayJobSpecArgs(entrypoint="x", cluster_selector={"a": "b"},
+        (lambda: RayJobSpecArgs(entrypoint="x", cluster_selector={"ray.io/cluster": "b"},
                                 ray_cluster_spec=_cluster_spec()),
          "rayClusterSpec/clusterSelector"),
-        (lambda: RayJobSpecArgs(cluster_selector={"a": "b"}), "entrypoint"),
-        (lambda: RayJobSpecArgs(entrypoint="x", cluster_selector={"a": "b"},
+        (lambda: RayJobSpecArgs(cluster_selector={"ray.io/cluster": "b"}), "entrypoint"),
+        (lambda: RayJobSpecArgs(entrypoint="x", cluster_selector={"ray.io/cluster": "b"},
                                 submission_mode="Batch"),  # type: ignore[arg-type]
          "submissionMode: 'Batch'"),
         (lambda: RayJobSpecArgs(entrypoint="x", ray_cluster_spec=_cluster_spec(),
@@ -169,7 +169,7 @@ def test_resource_type_tokens() -> None:
     def build() -> None:
         RayCluster("rc", metadata={"name": "rc"}, spec=_cluster_spec())
         RayJob("job", metadata={"name": "j"},
-               spec=RayJobSpecArgs(entrypoint="x", cluster_selector={"a": "b"}))
+               spec=RayJobSpecArgs(entrypoint="x", cluster_selector={"ray.io/cluster": "b"}))
         pulumi.export("ok", True)
 
     assert {RAYCLUSTER, RAYJOB} <= set(_declare(build))

@@ -39,7 +39,8 @@ def _plan_of(tmp_path: Path, config: dict[str, Any]) -> PlanResult:
 
 
 def _deps(r: Any) -> set[str]:
-    return set(r.options.get("dependsOn", []))
+    """Names of what ``r`` waits for (dependsOn holds URNs; these names are unique here)."""
+    return {u.rsplit("::", 1)[-1] for u in r.options.get("dependsOn", [])}
 
 
 def _pools(plan: PlanResult) -> tuple[str, set[str]]:
@@ -75,7 +76,7 @@ def test_raycluster_waits_for_the_pools_and_the_operator(
         (job,) = plan.by_type(JOB)
         assert job.name in _deps(rc)
     # The GKE cluster's provider, not a default one.
-    k8s_providers = [r.name for r in plan.by_type("pulumi:providers:kubernetes")]
+    k8s_providers = [r.urn for r in plan.by_type("pulumi:providers:kubernetes")]
     assert len(k8s_providers) == 1 and rc.options["provider"] == k8s_providers[0]
     head = rc.inputs["spec"]["headGroupSpec"]["template"]["spec"]
     assert head["nodeSelector"] == {"cloud.google.com/gke-nodepool": "system"}

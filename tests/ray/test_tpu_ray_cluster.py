@@ -8,15 +8,10 @@ from typing import Any
 import pytest
 from ray_support import GSA, RAYCLUSTER, SAMPLES, plan_ray, run_program, semantic_problems
 from raytpu.catalog import MACHINE_RESOURCES, slice_shape
-from raytpu.components.tpu_ray_cluster import (
-    TpuRayCluster,
-    TpuRayClusterArgs,
-    TpuWorkerGroup,
-    args_problems,
-    auth_secret_name,
-    image_ray_version,
-    worker_resources,
-)
+from raytpu.components.ray_access import auth_secret_name
+from raytpu.components.ray_cluster_validation import args_problems, image_ray_version
+from raytpu.components.ray_pod_templates import worker_resources
+from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.config import GENERATIONS
 from raytpu.plan import PlanError, PlanResult
 
@@ -72,7 +67,9 @@ def test_worker_pod_shape(sample_plans: dict[str, PlanResult]) -> None:
     # ct4p-hightpu-4t: 240 vCPU / 407 GB -> 80 %.
     assert c["resources"] == {"requests": {"cpu": "192", "memory": "325G", "google.com/tpu": "4"},
                               "limits": {"memory": "325G", "google.com/tpu": "4"}}
-    assert w["rayStartParams"] == {"num-cpus": "192"}
+    assert "rayStartParams" not in w  # KubeRay refuses num-cpus next to resources
+    assert w["resources"] == {"CPU": "192"}
+    assert w["labels"] == {"raytpu.io/slice-group": w["groupName"]}
     assert {(p["name"], p["containerPort"]) for p in c["ports"]} == {
         ("metrics", 8080), ("megascale", 8081), ("tpu-metrics", 8431)}
     env = {e["name"]: e["value"] for e in c["env"]}
@@ -94,7 +91,7 @@ def test_head_pod_stays_off_tpus_and_inside_the_cluster(
         ("gcs-server", 6379), ("dashboard", 8265), ("client", 10001), ("metrics", 8080)}
     assert c["resources"]["requests"] == c["resources"]["limits"] == {"cpu": "4",
                                                                       "memory": "16Gi"}
-    assert head["rayStartParams"] == {"num-cpus": "0"}
+    assert head["resources"] == {"CPU": "0"} and "rayStartParams" not in head
 
 
 def test_head_pinned_to_the_system_pool_when_named() -> None:

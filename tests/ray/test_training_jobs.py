@@ -1,0 +1,201 @@
+"""``raytpu:jobs``: typed RayJobs for a slice group, valid against the KubeRay 1.7.0 RayJob CRD,
+the Kubernetes pod schema, the restricted Pod Security profile and KubeRay's own RayJob rules;
+the same builder renders a plain manifest (``raytpu submit --team``)."""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pod_security import restricted_problems
+from ray_support import RAYJOB, SAMPLES, as_object, plan_ray, pod_templates, validate_pod
+from raytpu.components.ray_resources import RayClusterSpecArgs, RayJobSpecArgs
+from raytpu.config import ConfigError, parse_stack_config
+from raytpu.jobs_config import JobConfig
+from raytpu.names import SLICE_GROUP_LABEL
+from raytpu.plan import PlanResult
+from raytpu.training_job import training_rayjob
+from raytpu.workloads.config import from_argv
+from raytpu.workloads.scaling import RUNTIME_ENV_VARS
+
+Validate = Callable[[Mapping[str, Any]], list[str]]
+
+JOBS = [
+    {"name": "pretrain", "sliceGroup": "pod16", "slices": 2,
+     "train": {"steps": 500, "nLayers": 4, "dModel": 256, "nHeads": 8, "data": "gs://c/t",
+               "maxFailures": 5}},
+    {"name": "eval", "sliceGroup": "single8", "shutdownAfterJobFinishes": True,
+     "ttlSecondsAfterFinished": 300, "activeDeadlineSeconds": 3600, "backoffLimit": 2,
+     "train": {"steps": 20, "runName": "eval-run", "compile": False, "lr": 1}},
+]
+RAW = {**SAMPLES["v5e-elastic"], "raytpu:jobs": JOBS}
+
+
+@pytest.fixture(scope="module")
+def plan() -> PlanResult:
+    return plan_ray(RAW)
+
+
+def _jobs(plan: PlanResult) -> dict[str, dict[str, Any]]:
+    return {r.inputs["metadata"]["name"]: as_object(r.inputs) for r in plan.by_type(RAYJOB)}
+
+
+def test_jobs_are_valid_rayjobs(plan: PlanResult, validate_crd: Validate) -> None:
+    jobs = _jobs(plan)
+    assert sorted(jobs) == ["eval", "pretrain"]
+    for name, obj in jobs.items():
+        assert validate_crd(obj) == [], name
+        for where, template in pod_templates(obj):
+            assert validate_pod(where, template) == [], (name, where)
+            assert restricted_problems(template["spec"]) == [], (name, where)
+    assert plan.outputs["ray_jobs"] == ["pretrain", "eval"]
+
+
+def test_job_cluster_is_its_slice_group_at_the_jobs_slices(plan: PlanResult) -> None:
+    cfg = plan.config
+    for name, obj in _jobs(plan).items():
+        job = next(j for j in cfg.jobs if j.name == name)
+        group = next(s for s in cfg.slices if s.name == job.slice_group)
+        spec = obj["spec"]
+        (w,) = spec["rayClusterSpec"]["workerGroupSpecs"]
+        n = job.slices or group.initial_slices
+        assert (w["groupName"], w["replicas"], w["minReplicas"], w["maxReplicas"]) == (
+            group.name, n, n, n)
+        assert w["numOfHosts"] == group.shape.hosts
+        assert w["labels"] == {SLICE_GROUP_LABEL: group.name}
+        # No autoscaler in a job's cluster, so no idleTimeoutSeconds (KubeRay rejects it).
+        assert "idleTimeoutSeconds" not in w
+        assert "enableInTreeAutoscaling" not in spec["rayClusterSpec"]
+        argv = shlex.split(spec["entrypoint"])
+        assert argv[:3] == ["python", "-m", "raytpu.workloads.launcher"]
+        train, opts = from_argv(argv[3:])
+        assert (train.tpu, train.topology, train.chips_per_host, train.slices) == (
+            group.shape.accelerator_type, group.shape.topology, group.shape.chips_per_vm, n)
+        assert opts.slice_group == group.name
+        assert opts.storage_path == cfg.checkpoint_uri
+        assert yaml.safe_load(spec["runtimeEnvYAML"]) == {"env_vars": RUNTIME_ENV_VARS}
+        assert spec["submissionMode"] == "K8sJobMode"
+        assert spec["shutdownAfterJobFinishes"] is True
+        (c,) = spec["submitterPodTemplate"]["spec"]["containers"]
+        assert c["name"] == "ray-job-submitter"
+        head_image = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+        assert c["image"] == head_image["image"] == w["template"]["spec"]["containers"][0]["image"]
+
+
+def test_train_options_reach_the_launcher(plan: PlanResult) -> None:
+    jobs = _jobs(plan)
+    train, opts = from_argv(shlex.split(jobs["pretrain"]["spec"]["entrypoint"])[3:])
+    assert (train.steps, train.model.n_layers, train.model.d_model, train.model.n_heads,
+            train.data, train.log_every) == (500, 4, 256, 8, "gs://c/t", 10)
+    assert (opts.run_name, opts.max_failures) == ("pretrain", 5)
+    train, opts = from_argv(shlex.split(jobs["eval"]["spec"]["entrypoint"])[3:])
+    assert (train.compile, train.optim.lr, opts.run_name) == (False, 1.0, "eval-run")
+    spec = jobs["eval"]["spec"]
+    assert (spec["ttlSecondsAfterFinished"], spec["activeDeadlineSeconds"],
+            spec["backoffLimit"]) == (300, 3600, 2)
+
+
+def test_manifest_is_what_the_stack_declares(plan: PlanResult) -> None:
+    """One builder, two outputs: the plain manifest equals the declared object."""
+    cfg = parse_stack_config("dev", RAW)
+    for i, job in enumerate(cfg.jobs):
+        # plan_ray declares no system pool (the whole program passes "system").
+        built = training_rayjob(cfg, job, key=f"raytpu:jobs[{i}]", system_pool=None).manifest()
+        assert built == _jobs(plan)[job.name]
+
+
+def test_manifest_carries_extra_labels_and_namespace() -> None:
+    cfg = parse_stack_config("dev", RAW)
+    job = JobConfig(name="team-run", slice_group="pod16", slices=1, train={"steps": 3})
+    m = training_rayjob(cfg, job, namespace="team-a", service_account="team-a-ray",
+                        labels={"kueue.x-k8s.io/queue-name": "team-a"}).manifest()
+    assert m["metadata"]["namespace"] == "team-a"
+    assert m["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+    for _, template in pod_templates(m):
+        assert template["spec"]["serviceAccountName"] == "team-a-ray"
+
+
+def test_manifests_command_writes_the_rayjobs(plan: PlanResult, tmp_path: Path) -> None:
+    from raytpu.manifests import write_plan_manifests
+
+    written = {p.name for p in write_plan_manifests(plan, tmp_path)}
+    assert {"rayjob-pretrain.yaml", "rayjob-eval.yaml"} <= written
+    obj = yaml.safe_load((tmp_path / "rayjob-eval.yaml").read_text())
+    assert obj["kind"] == "RayJob" and obj["apiVersion"] == "ray.io/v1"
+
+
+@pytest.mark.parametrize(
+    ("job", "needle"),
+    [
+        ({"name": "x" * 48, "sliceGroup": "pod16"},
+         "raytpu:jobs[0].name: '" + "x" * 48 + "' must be a DNS label"),
+        ({"name": "1run", "sliceGroup": "pod16"}, "raytpu:jobs[0].name: '1run'"),
+        ({"name": "r", "sliceGroup": "nope"},
+         "raytpu:jobs[0].sliceGroup: 'nope' is not a raytpu:slices entry; valid: pod16, single8"),
+        ({"name": "r", "sliceGroup": "pod16", "slices": 4},
+         "raytpu:jobs[0].slices: 4 is more than raytpu:slices entry 'pod16' has (3)"),
+        ({"name": "r", "sliceGroup": "pod16", "shutdownAfterJobFinishes": False,
+          "ttlSecondsAfterFinished": 60},
+         "raytpu:jobs[0].ttlSecondsAfterFinished: needs shutdownAfterJobFinishes: true"),
+        ({"name": "r", "sliceGroup": "pod16", "train": {"layers": 3}},
+         "raytpu:jobs[0].train.layers: unknown key; valid keys: steps, data"),
+        ({"name": "r", "sliceGroup": "pod16", "train": {"nLayers": 0}},
+         "raytpu:jobs[0].train.nLayers: 0 is not valid"),
+        ({"name": "r", "sliceGroup": "pod16", "train": {"steps": "10"}},
+         "raytpu:jobs[0].train.steps: '10' is not valid"),
+        ({"name": "r", "sliceGroup": "pod16", "train": {"dModel": 100, "nHeads": 3}},
+         "raytpu:jobs[0].train.dModel: 100 is not a multiple of --n-heads 3"),
+        ({"name": "r", "sliceGroup": "pod16", "backoffLimit": -1},
+         "raytpu:jobs[0].backoffLimit"),
+        ({"name": "r", "sliceGroup": "pod16", "activeDeadlineSeconds": 0},
+         "raytpu:jobs[0].activeDeadlineSeconds"),
+    ],
+)
+def test_bad_jobs_are_refused_with_their_key(job: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("dev", {**SAMPLES["v5e-elastic"], "raytpu:jobs": [job]})
+    assert any(needle in p for p in e.value.problems), e.value.problems
+
+
+def test_duplicate_job_names_refused() -> None:
+    jobs = [{"name": "r", "sliceGroup": "pod16"}, {"name": "r", "sliceGroup": "single8"}]
+    with pytest.raises(ConfigError, match=r"raytpu:jobs\[1\].name: 'r' is used by another job"):
+        parse_stack_config("dev", {**SAMPLES["v5e-elastic"], "raytpu:jobs": jobs})
+
+
+def _cluster_spec(plan: PlanResult) -> RayClusterSpecArgs:
+    cfg = plan.config
+    return training_rayjob(cfg, cfg.jobs[0]).spec.ray_cluster_spec  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"cluster_selector": {"team": "a"}},
+         "clusterSelector: needs a non-empty 'ray.io/cluster'"),
+        ({"cluster_selector": {"ray.io/cluster": "rc"}, "submission_mode": "SidecarMode"},
+         "SidecarMode does not take a clusterSelector"),
+        ({"cluster_selector": {"ray.io/cluster": "rc"}, "backoff_limit": 1},
+         "backoffLimit: incompatible with clusterSelector"),
+        ({"cluster_selector": {"ray.io/cluster": "rc"}, "backoff_limit": 1,
+          "submission_mode": "InteractiveMode"}, "backoffLimit: incompatible"),
+        ({"cluster": True, "active_deadline_seconds": 0}, "activeDeadlineSeconds: 0"),
+        ({"cluster": True, "ttl_seconds_after_finished": 60,
+          "shutdown_after_job_finishes": False}, "ttlSecondsAfterFinished"),
+        ({"cluster": True, "submission_mode": "SidecarMode",
+          "submitter_pod_template": {"spec": {}}}, "SidecarMode does not take one"),
+    ],
+)
+def test_rayjob_spec_refuses_what_kuberay_refuses(
+    plan: PlanResult, kwargs: dict[str, Any], needle: str
+) -> None:
+    kwargs = copy.copy(kwargs)
+    if kwargs.pop("cluster", False):
+        kwargs["ray_cluster_spec"] = _cluster_spec(plan)
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        RayJobSpecArgs(entrypoint="python x.py", **kwargs)
