@@ -150,7 +150,8 @@ def test_team_identity_is_bound_to_its_own_ksa_only(plan: PlanResult) -> None:
     for team in ("vision", "speech"):
         (wi,) = [r for r in plan.by_type(WI_IAM) if r.name == f"team-{team}-wi"]
         assert wi.inputs["member"] == f"serviceAccount:{PROJECT}.svc.id.goog[{team}/ray-team]"
-        assert "raytpu-test" in wi.options["dependsOn"]  # the cluster makes the pool
+        # The cluster makes the identity pool the member lives in.
+        assert any(d.endswith("Cluster::raytpu-test") for d in wi.options["dependsOn"])
         (ksa,) = [o for o in in_namespace(plan, team) if o["kind"] == "ServiceAccount"]
         assert ksa["metadata"]["name"] == "ray-team"
 
@@ -203,7 +204,7 @@ def test_team_ray_pods_cannot_reach_another_team(plan: PlanResult) -> None:
 def test_kueue_local_queues_wait_for_the_team_namespaces(plan: PlanResult) -> None:
     for lq in plan.by_type("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"):
         ns = lq.inputs["metadata"]["namespace"]
-        assert f"team-{ns}-ns" in lq.options["dependsOn"]
+        assert any(d.endswith(f"Namespace::team-{ns}-ns") for d in lq.options["dependsOn"])
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
