@@ -104,15 +104,6 @@ def isolation_problems(cfg: StackConfig) -> list[str]:
     if not cfg.cluster.dataplane_v2:
         problems.append("raytpu:cluster.dataplaneV2: false, but raytpu:teams needs the "
                         "NetworkPolicies between team namespaces enforced; set it true")
-    if cfg.cluster.security_group is None:
-        for t, team in enumerate(cfg.teams):
-            for m, member in enumerate(team.members):
-                if member.startswith("group:"):
-                    problems.append(
-                        f"raytpu:teams[{t}].members[{m}]: {member!r} is a Google Group: GKE "
-                        "matches RBAC Group subjects only with Google Groups for RBAC; set "
-                        "raytpu:cluster.securityGroup (gke-security-groups@<domain>, which "
-                        "must contain the group) or list user:/serviceAccount: members")
     return problems
 
 
@@ -134,6 +125,7 @@ def build_teams(
     providers = [provider] if provider is not None else None
     namespaces: list[pulumi.Resource] = []
     out: dict[str, Any] = {}
+    viewers: dict[str, TeamAccess] = {}  # member -> the first team listing it
     for team in cfg.teams:
         own = team.bucket_access == "bucket"
         ns = team_namespace(team.name)
@@ -163,6 +155,7 @@ def build_teams(
             ray_namespace_policy_args(cfg, ns, ray_cluster=None, rayjob_submitters=True),
             pulumi.ResourceOptions(providers=providers, depends_on=[access.namespace]))
         namespaces.append(access.namespace)
+        viewers.update({m: access for m in team.members if m not in viewers})
         out[team.name] = {
             "namespace": ns,
             "serviceAccount": TEAM_SERVICE_ACCOUNT,
@@ -170,10 +163,10 @@ def build_teams(
             "checkpointUri": team_checkpoint_uri(cfg, team),
             "members": list(team.members),
         }
-    members = sorted({m for team in cfg.teams for m in team.members})
-    for member in members:
+    # One grant per member however many teams list it (two resources would fight over it).
+    for member, access in sorted(viewers.items()):
         ProjectIamMember(
             f"team-cluster-viewer-{re.sub(r'[^A-Za-z0-9.@_-]', '-', member)}",
             {"project": cfg.project, "role": CLUSTER_VIEWER_ROLE, "member": member},
-            gcp_options)
+            pulumi.ResourceOptions.merge(gcp_options, pulumi.ResourceOptions(parent=access)))
     return namespaces, {"teams": out}
