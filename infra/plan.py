@@ -187,23 +187,6 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
     return out
 
 
-def _fake_existing_cluster(args: dict[str, Any], project: str) -> dict[str, Any]:
-    """``gcp.container.getCluster`` of a cluster that exists outside the program."""
-    name, location = args.get("name"), args.get("location")
-    project = args.get("project") or project
-    return {
-        "id": f"projects/{project}/locations/{location}/clusters/{name}",
-        "name": name, "location": location, "project": project,
-        "endpoint": "10.0.0.3",
-        "masterAuths": [{"clusterCaCertificate": _FAKE_CA}],
-        "controlPlaneEndpointsConfigs": [{"dnsEndpointConfigs": [{
-            "endpoint": f"gke-fedcba9876543210-{project}.{location}.gke.goog",
-            "allowExternalTraffic": True,
-        }]}],
-        "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
-    }
-
-
 class RecordingMocks(Mocks):
     """``pulumi.runtime.Mocks`` that answer invokes and, for a resource, return its inputs
     (``preview``: as a provider plans a create; its id and computed outputs unknown) or
@@ -239,8 +222,6 @@ class RecordingMocks(Mocks):
                 "releaseChannelDefaultVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
                 "releaseChannelLatestVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
             }, []
-        if args.token == "gcp:container/getCluster:getCluster":
-            return _fake_existing_cluster(dict(args.args), self.project), []
         return {}, []
 
     def register_transform(self, transform: Any) -> None:  # pragma: no cover - unused
