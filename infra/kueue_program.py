@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from raytpu.components.kueue import Kueue, KueueArgs
@@ -33,7 +33,17 @@ from raytpu.components.kueue_queues import (
 from .catalog import SliceShape
 from .config import StackConfig
 from .fit import parse_quantity
-from .teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
+from .teams import (
+    LOCAL_QUEUE_NAME,
+    TeamConfig,
+    cluster_queue_name,
+    nominal_slices,
+    team_namespace,
+)
+
+if TYPE_CHECKING:
+    from .plan import PlanResult
+    from .plan_tables import PlanTable
 
 # KubeRay's default submitter container requests (kuberay ray-operator common/job.go
 # GetDefaultSubmitterContainer), which Kueue v0.19.2 counts for a K8sJobMode RayJob's
@@ -81,12 +91,15 @@ def _host_need(cfg: StackConfig, slices: dict[str, int]) -> tuple[Decimal, Decim
 
 
 def _cpu(cores: Decimal) -> str:
+    """Cores as a quantity, rounded up to a millicore (``721``, ``903.5``)."""
     millis = math.ceil(cores * 1000)
-    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+    whole, rest = divmod(millis, 1000)
+    return str(whole) if rest == 0 else f"{whole}.{rest:03d}".rstrip("0")
 
 
 def _memory(n_bytes: Decimal) -> str:
-    return f"{math.ceil(n_bytes / 2**20)}Mi"
+    """Bytes as a quantity, rounded up to a GiB (readable; at most 1 GiB more)."""
+    return f"{math.ceil(n_bytes / 2**30)}Gi"
 
 
 def team_queue(cfg: StackConfig, team: TeamConfig) -> TeamQueue:
@@ -154,3 +167,62 @@ def kueue_problems(cfg: StackConfig) -> list[str]:
     except ValueError as e:
         return [f"raytpu:teams: {e}"]
     return []
+
+
+# -- the plan's tables -------------------------------------------------------------------
+
+
+def _chips_cell(chips: int, per_slice: int) -> str:
+    slices = chips // per_slice
+    return f"{chips} chips ({slices} slice{'' if slices == 1 else 's'})"
+
+
+def team_tables(result: PlanResult) -> list[PlanTable]:
+    """``raytpu plan``: the teams and, per team, the quotas its ClusterQueue declares (read
+    from the planned objects, so the table shows what ``pulumi up`` would create)."""
+    cfg = result.config
+    if not cfg.teams:
+        return []
+    from .manifests import objects
+    from .plan_tables import PlanTable
+    from .teams import team_checkpoint_uri
+
+    planned = objects(result)
+    queues = {o["metadata"]["name"]: o for o in planned if o["kind"] == "ClusterQueue"}
+    local = {o["metadata"]["namespace"]: o for o in planned if o["kind"] == "LocalQueue"}
+    shape_of = {flavor_name(s.shape): s.shape for s in cfg.slices}
+    team_rows, quota_rows = [], []
+    for t in cfg.teams:
+        ns = team_namespace(t.name)
+        lq = local.get(ns)
+        team_rows.append([t.name, ns, ", ".join(t.members), t.priority,
+                          team_checkpoint_uri(cfg, t),
+                          f"{cluster_queue_name(t.name)} <- {ns}/{lq['metadata']['name']}"
+                          if lq else "-"])
+        cq = queues.get(cluster_queue_name(t.name))
+        for group in (cq or {}).get("spec", {}).get("resourceGroups", []):
+            for f in group["flavors"]:
+                res = {r["name"]: r for r in f["resources"]}
+                if "google.com/tpu" in res:
+                    r, chips = res["google.com/tpu"], shape_of[f["name"]].chips
+                    quota_rows.append([t.name, f["name"],
+                                       _chips_cell(r["nominalQuota"], chips),
+                                       _chips_cell(r["borrowingLimit"], chips)])
+                else:
+                    quota_rows.append([t.name, f["name"],
+                                       f"cpu {res['cpu']['nominalQuota']}, memory "
+                                       f"{res['memory']['nominalQuota']}",
+                                       f"cpu {res['cpu']['borrowingLimit']}, memory "
+                                       f"{res['memory']['borrowingLimit']}"])
+    nominal = ", ".join(f"{g} {n} of {next(s.max_slices for s in cfg.slices if s.name == g)}"
+                        for g, n in nominal_slices(cfg).items())
+    return [
+        PlanTable("Teams (Kueue ClusterQueue <- LocalQueue)",
+                  ["team", "namespace", "members", "priority", "checkpoints", "queues"],
+                  team_rows),
+        PlanTable("Team quotas (ClusterQueue nominalQuota / borrowingLimit, cohort "
+                  f"{queues_args(cfg).cohort})",
+                  ["team", "flavor", "nominal", "may borrow"], quota_rows,
+                  notes=[f"Nominal slices per slice group, all teams: {nominal}. Unused "
+                         "quota is lent to the cohort and reclaimed by preemption."]),
+    ]

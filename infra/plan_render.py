@@ -25,6 +25,7 @@ from rich.tree import Tree
 
 from .cost import cost_of, money_span
 from .cost import summary_line as cost_line
+from .kueue_program import team_tables
 from .plan import PlanResult
 from .plan_policies import Violation, mandatory
 from .plan_ray_tables import ray_tables
@@ -32,7 +33,7 @@ from .plan_tables import PlanTable, TableSource, output_tables, tpu_slice_tables
 from .policy_rules import PACK_NAME, POLICIES
 
 # The plan's sections, in order. Add a module's table source here.
-TABLE_SOURCES: tuple[TableSource, ...] = (tpu_slice_tables, ray_tables)
+TABLE_SOURCES: tuple[TableSource, ...] = (tpu_slice_tables, ray_tables, team_tables)
 
 KV_INDENT = 4
 """Indent of a key/value line under its row's name."""

@@ -192,6 +192,13 @@ def team_warnings(cfg: StackConfig) -> list[str]:
     out: list[str] = []
     for i, s in enumerate(cfg.slices):
         total = nominal_slices(cfg).get(s.name, 0)
+        if total and s.min_slices:
+            key = "autoscaling.min" if s.autoscaling else "count"
+            out.append(
+                f"raytpu:teams: the stack's shared RayCluster (raytpu:ray) always holds "
+                f"{s.min_slices} slice(s) of {s.name!r} (raytpu:slices[{i}].{key}) outside "
+                "Kueue's quotas: team jobs admitted there wait for nodes it keeps; make the "
+                "group elastic with autoscaling.min: 0, or keep teams off it")
         if total > s.max_slices:
             owners = ", ".join(f"{t.name} {t.quota[s.name]}" for t in cfg.teams
                                if s.name in t.quota)

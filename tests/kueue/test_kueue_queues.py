@@ -152,7 +152,7 @@ def test_cpu_and_memory_quota_fits_the_jobs_the_tpu_quota_admits(plan: PlanResul
                 + parse_quantity(req["single"]["memory"])
                 + 2 * (parse_quantity(cfg.ray.head_memory) + SUBMITTER_MEMORY))
     assert parse_quantity(cpu["nominalQuota"]) == need_cpu
-    assert need_mem <= parse_quantity(memory["nominalQuota"]) < need_mem + 2**20
+    assert need_mem <= parse_quantity(memory["nominalQuota"]) < need_mem + 2**30
     # Borrowing one more pod16 slice brings its hosts and head along.
     assert parse_quantity(cpu["borrowingLimit"]) == (
         4 * parse_quantity(req["pod16"]["cpu"]) + parse_quantity(cfg.ray.head_cpu) + SUBMITTER_CPU)
