@@ -10,20 +10,19 @@ labels (shared/ref/notes/ray-torchxla.md §4.1).
 
 Every node is started in its own session, so its process group holds everything it
 spawned (raylet, agents, workers): killing that group is a host's preemption, and
-stopping the cluster kills only those groups, never ``ray stop`` (machine-wide).
+stopping the cluster kills only those groups, never ``ray stop`` (machine-wide). The OS
+side of that (groups, marked processes, signals) is :mod:`raytpu.workloads.processes`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,11 +31,21 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from raytpu.catalog import SliceShape
 
 from . import ray_auth
+from .processes import (
+    free_port,
+    group_alive,
+    group_members,
+    kill_group,
+    kill_pids,
+    marked,
+    psutil_module,
+    wait_group_gone,
+    wait_pids_gone,
+)
 
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's floor is 75 MiB; the trainer moves no objects
 NODE_START_TIMEOUT_S = 60.0
@@ -55,16 +64,10 @@ class LocalClusterError(RuntimeError):
     """A simulated node did not come up, or the cluster could not be stopped."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ray_cli() -> str:
-    """The ``ray`` script of this interpreter's environment (not whatever is on PATH)."""
-    here = Path(sys.executable).parent / "ray"
-    return str(here) if here.exists() else (shutil.which("ray") or "ray")
+def _ray_cli() -> list[str]:
+    """``ray`` under this interpreter: a node's workers run on the interpreter that started
+    it, which must see this package (a ``ray`` script on PATH may belong to another env)."""
+    return [sys.executable, "-m", "ray.scripts.scripts"]
 
 
 @dataclass
@@ -177,8 +180,8 @@ class LocalSlices:
             self.scratch = Path(tempfile.mkdtemp(prefix="rtpu-"))
             self._owns_scratch = True
         self.temp_dir.mkdir(parents=True, exist_ok=True)
-        self._port = _free_port()
-        self.dashboard_port = _free_port()
+        self._port = free_port()
+        self.dashboard_port = free_port()
         head_env = dict(self._base_env(), RAYTPU_SIM_NODE="head")
         self._head_pgid = self._ray_start(
             "head",
@@ -189,8 +192,8 @@ class LocalSlices:
                 "--include-dashboard=true",
                 "--dashboard-host=127.0.0.1",
                 f"--dashboard-port={self.dashboard_port}",
-                f"--ray-client-server-port={_free_port()}",
-                f"--dashboard-agent-listen-port={_free_port()}",
+                f"--ray-client-server-port={free_port()}",
+                f"--dashboard-agent-listen-port={free_port()}",
                 "--num-cpus=1",
                 "--resources={}",
             ],
@@ -238,7 +241,7 @@ class LocalSlices:
         ]
         with log.open("ab") as out:
             proc = subprocess.Popen(
-                [_ray_cli(), "start", *args, *common],
+                [*_ray_cli(), "start", *args, *common],
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -247,10 +250,10 @@ class LocalSlices:
         try:
             rc = proc.wait(timeout=NODE_START_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            _kill_group(proc.pid, signal.SIGKILL)
+            kill_group(proc.pid, signal.SIGKILL)
             raise LocalClusterError(f"`ray start` for {name} timed out; see {log}") from None
         if rc != 0:
-            _kill_group(proc.pid, signal.SIGKILL)
+            kill_group(proc.pid, signal.SIGKILL)
             tail = log.read_text(errors="replace").strip().splitlines()[-5:]
             raise LocalClusterError(f"`ray start` for {name} failed ({rc}): {' | '.join(tail)}")
         return proc.pid  # the session leader's pid is the group id
@@ -266,7 +269,7 @@ class LocalSlices:
                 f"--resources={json.dumps({'TPU': self.shape.chips_per_vm})}",
                 f"--node-name={host.name}",
                 # Explicit: the defaults are fixed ports other clusters on this machine use.
-                f"--dashboard-agent-listen-port={_free_port()}",
+                f"--dashboard-agent-listen-port={free_port()}",
                 "--include-log-monitor=false",  # the head's monitor reads the shared logs dir
             ],
             env,
@@ -301,15 +304,15 @@ class LocalSlices:
 
     def kill_host(self, host: SimHost) -> None:
         """SIGKILL the host's whole node (raylet, agents, its training worker)."""
-        members = _marked(
+        members = marked(
             {"RAYTPU_SIM_CLUSTER": self._mark, "RAYTPU_SIM_NODE": self._node_mark(host)}
         )
         if host.pgid is not None:
-            _kill_group(host.pgid, signal.SIGKILL)
-        _kill_pids(members, signal.SIGKILL)
+            kill_group(host.pgid, signal.SIGKILL)
+        kill_pids(members, signal.SIGKILL)
         if host.pgid is not None:
-            _wait_group_gone(host.pgid, 10.0)
-        _wait_pids_gone(members, 10.0)
+            wait_group_gone(host.pgid, 10.0)
+        wait_pids_gone(members, 10.0)
         host.pgid = None
 
     def replace_host(self, host: SimHost) -> None:
@@ -323,14 +326,14 @@ class LocalSlices:
 
     def processes(self) -> list[int]:
         """Every live process of the cluster: the nodes' groups plus marked strays."""
-        pids = set(_marked({"RAYTPU_SIM_CLUSTER": self._mark}))
+        pids = set(marked({"RAYTPU_SIM_CLUSTER": self._mark}))
         for g in self._groups():
-            pids.update(_group_members(g))
+            pids.update(group_members(g))
         return sorted(pids)
 
     def memory_pss_bytes(self) -> int:
         """Proportional set size of the whole cluster (shared libraries counted once)."""
-        psutil = _psutil()
+        psutil = psutil_module()
         total = 0
         for pid in self.processes():
             with contextlib.suppress(psutil.Error):
@@ -351,22 +354,22 @@ class LocalSlices:
         with contextlib.suppress(Exception):
             ray.shutdown()
         groups = self._groups()
-        marked = {"RAYTPU_SIM_CLUSTER": self._mark}
+        mark = {"RAYTPU_SIM_CLUSTER": self._mark}
         for g in groups:
-            _kill_group(g, signal.SIGTERM)
-        _kill_pids(_marked(marked), signal.SIGTERM)
+            kill_group(g, signal.SIGTERM)
+        kill_pids(marked(mark), signal.SIGTERM)
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline and (
-            any(_group_alive(g) for g in groups) or _marked(marked)
+            any(group_alive(g) for g in groups) or marked(mark)
         ):
             time.sleep(0.1)
         for g in groups:
-            _kill_group(g, signal.SIGKILL)  # agents ignore SIGTERM
-        left = _marked(marked)
-        _kill_pids(left, signal.SIGKILL)
+            kill_group(g, signal.SIGKILL)  # agents ignore SIGTERM
+        left = marked(mark)
+        kill_pids(left, signal.SIGKILL)
         for g in groups:
-            _wait_group_gone(g, 10.0)
-        _wait_pids_gone(left, 10.0)
+            wait_group_gone(g, 10.0)
+        wait_pids_gone(left, 10.0)
         for h in self.hosts:
             h.pgid = None
         self._head_pgid = None
@@ -380,86 +383,3 @@ class LocalSlices:
         self._saved_env.clear()
         if self._owns_scratch and self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def _psutil() -> Any:
-    """Ray vendors psutil (ray/thirdparty_files) and puts it on sys.path when imported."""
-    import ray  # noqa: F401
-
-    return importlib.import_module("psutil")
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group."""
-    psutil = _psutil()
-    out = []
-    for proc in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                out.append(proc.pid)
-        except (ProcessLookupError, psutil.Error):
-            continue
-    return out
-
-
-def _marked(marks: dict[str, str]) -> list[int]:
-    """Live processes whose environment carries every ``marks`` item."""
-    psutil = _psutil()
-
-    out = []
-    for proc in psutil.process_iter(["status"]):
-        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            env = proc.environ()
-        except psutil.Error:
-            continue
-        if all(env.get(k) == v for k, v in marks.items()):
-            out.append(proc.pid)
-    return out
-
-
-def _kill_pids(pids: list[int], sig: signal.Signals) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def _wait_pids_gone(pids: list[int], timeout_s: float) -> None:
-    psutil = _psutil()
-
-    deadline = time.monotonic() + timeout_s
-    while True:
-        alive = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                continue
-        if not alive:
-            return
-        if time.monotonic() > deadline:
-            raise LocalClusterError(f"processes {alive} survived SIGKILL")
-        time.sleep(0.05)
-
-
-def _group_alive(pgid: int) -> bool:
-    return bool(_group_members(pgid))
-
-
-def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    if pgid == os.getpgid(0):
-        raise LocalClusterError("refusing to signal this process's own group")
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _wait_group_gone(pgid: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _group_alive(pgid):
-        if time.monotonic() > deadline:
-            left = _group_members(pgid)
-            raise LocalClusterError(f"processes {left} of group {pgid} survived SIGKILL")
-        time.sleep(0.05)
-

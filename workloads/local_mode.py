@@ -106,8 +106,13 @@ def run_local(
     opts: LaunchOptions,
     *,
     scratch: Path | None = None,
+    host_env: dict[str, str] | None = None,
 ) -> LocalRunReport:
-    """Start simulated slices, run the launcher on them, stop every process started."""
+    """Start simulated slices, run the launcher on them, stop every process started.
+
+    ``host_env`` is added to every simulated node's environment, as a RayCluster's pod
+    env (e.g. ``RAYTPU_XLA_CACHE``); the training workers inherit it.
+    """
     from .launcher import launch
 
     shape = slice_shape(cfg.tpu)
@@ -116,7 +121,7 @@ def run_local(
     )
     killer: HostKiller | None = None
     try:
-        with LocalSlices(shape, cfg.slices, scratch=scratch) as cluster:
+        with LocalSlices(shape, cfg.slices, scratch=scratch, extra_env=host_env or {}) as cluster:
             writer.note(
                 f"local cluster: {cfg.slices} x {shape.accelerator_type} simulated "
                 f"({shape.hosts} host(s) x {shape.chips_per_vm} chips per slice), "

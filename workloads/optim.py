@@ -29,57 +29,14 @@ def lr_at(step: int, total_steps: int, cfg: OptimConfig) -> float:
     return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-class XlaAdamW(torch.optim.AdamW):
-    """``torch.optim.AdamW`` whose update is torch_xla's native AdamW op, one per parameter.
-
-    Same math (decoupled decay, bias corrections), parameter groups and state (``step``,
-    ``exp_avg``, ``exp_avg_sq``) as torch's AdamW, so checkpoints load into either. Only
-    the tracing differs: on XLA tensors torch's ``lerp_``/``addcmul_``/``addcdiv_`` run
-    Python meta functions, ~13 ms of host time per step for the default model, against
-    ~1 ms for one IR node per parameter (``_xla_adam_optimizer_step_``, the op behind
-    ``torch_xla.amp.syncfree.AdamW``). The step count lives on the device, so the bias
-    corrections are computed in the graph too.
-    """
-
-    @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:
-        import torch_xla
-
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        found_inf: torch.Tensor | None = None
-        for group in self.param_groups:
-            if group["amsgrad"]:
-                raise ValueError("XlaAdamW does not implement amsgrad")
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if found_inf is None:
-                    # Made fresh each step, so it stays a graph constant and XLA folds
-                    # away the op's skip-this-step selects (no AMP loss scaling here).
-                    found_inf = torch.zeros((), dtype=p.dtype, device=p.device)
-                state = self.state[p]
-                if not state:
-                    _init_state(state, p)
-                _step_to(state, p.device)
-                torch_xla._XLAC._xla_adam_optimizer_step_(
-                    found_inf, state["step"], p, p.grad, state["exp_avg"],
-                    state["exp_avg_sq"],
-                    state["exp_avg_sq"],  # max_exp_avg_sq: read only with amsgrad
-                    beta1, beta2, group["lr"], group["weight_decay"], group["eps"],
-                    False, group["maximize"], True,  # amsgrad, maximize, use_adamw
-                )
-        return loss
-
-
 def build_optimizer(model: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:
     """AdamW without decay on biases, norms and embeddings' position table.
 
-    For a model on an XLA device, :class:`XlaAdamW` (checked against torch's AdamW on
-    XLA:CPU, also under SPMD); otherwise torch's multi-tensor (``foreach``) AdamW.
+    For a model on an XLA device, torch_xla's sync-free AdamW (``torch_xla.amp.syncfree``):
+    one native IR node per parameter (``_xla_adam_optimizer_step_``), where torch's AdamW
+    traces ``lerp_``/``addcmul_``/``addcdiv_`` through Python meta functions (~13 ms of
+    host time a step for the default model against ~1 ms); step it with
+    :func:`optimizer_step`. Otherwise torch's multi-tensor (``foreach``) AdamW.
     """
     decay: list[nn.Parameter] = []
     no_decay: list[nn.Parameter] = []
@@ -89,9 +46,29 @@ def build_optimizer(model: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:
         {"params": decay, "weight_decay": cfg.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    on_xla = any(p.device.type == "xla" for p in decay + no_decay)
-    cls = XlaAdamW if on_xla else torch.optim.AdamW
+    cls: type[torch.optim.AdamW] = torch.optim.AdamW
+    if any(p.device.type == "xla" for p in decay + no_decay):
+        from torch_xla.amp import syncfree
+
+        cls = syncfree.AdamW
     return cls(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), foreach=True)
+
+
+def _sync_free(optimizer: torch.optim.Optimizer) -> bool:
+    return type(optimizer).__module__.startswith("torch_xla.amp.syncfree")
+
+
+def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
+    """One update. The sync-free AdamW takes its native path only when given
+    ``found_inf`` (its AMP skip-this-step flag); without one it falls back to torch's."""
+    if not _sync_free(optimizer):
+        optimizer.step()
+        return
+    device = optimizer.param_groups[0]["params"][0].device
+    # Made fresh each step, so it stays a graph constant and XLA folds away the op's
+    # skip-this-step selects (no AMP loss scaling here).
+    found_inf = torch.zeros((), dtype=torch.float32, device=device)
+    optimizer.step(found_inf=found_inf)  # type: ignore[call-overload]
 
 
 def _init_state(state: dict[str, Any], p: torch.Tensor) -> None:
@@ -117,17 +94,23 @@ def materialize_state(optimizer: torch.optim.Optimizer) -> None:
     Otherwise step 1's graph (which creates the state) differs from every later step's
     (which reads it) and XLA compiles the optimizer twice: ~3 s more per worker start on
     XLA:CPU, paid again by every restarted attempt. Same tensors as ``Adam._init_group``
-    would create (``step`` stays a CPU scalar, as in the non-capturable path, except for
-    :class:`XlaAdamW`, which counts on the device); a no-op for parameters that already
-    have state (a restored checkpoint) beyond moving ``step`` where it is counted.
+    would create (``step`` stays a CPU scalar, as in the non-capturable path), except that
+    the sync-free AdamW counts steps on the device and reads a ``max_exp_avg_sq`` (empty
+    without amsgrad). Parameters that already have state (a restored checkpoint, from
+    either optimizer) only get what the sync-free one needs.
     """
+    sync_free = _sync_free(optimizer)
     for group in optimizer.param_groups:
         for p in group["params"]:
             state = optimizer.state[p]
             if not state:
                 _init_state(state, p)
-            if isinstance(optimizer, XlaAdamW):
+            if sync_free:
                 _step_to(state, p.device)
+                if "max_exp_avg_sq" not in state:
+                    # Transferred (device data), as the moments: created on the device it
+                    # would be a graph node in step 1 only, and step 2 would recompile.
+                    state["max_exp_avg_sq"] = torch.empty(0, dtype=p.dtype).to(p.device)
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

@@ -24,7 +24,7 @@ from .config import TrainConfig
 from .data import ShardedBatches, load_corpus
 from .metrics import MfuBasis, step_record
 from .model import ByteLM
-from .optim import build_optimizer, lr_at, materialize_state, set_lr
+from .optim import build_optimizer, lr_at, materialize_state, optimizer_step, set_lr
 from .parallel import Parallelism
 
 STATE_FILE = "state.pt"
@@ -81,50 +81,6 @@ def _to_cpu(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_to_cpu(v) for v in obj]
     return obj
-
-
-@dataclass
-class InProcessHooks:
-    """Hooks without Ray: checkpoints in a local folder, records kept in memory.
-
-    For tests and the benchmark's no-Ray baselines; ``rank`` 0 saves and keeps records.
-    """
-
-    checkpoint_dir: Path | None = None
-    rank: int = 0
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    def begin_attempt(self) -> tuple[int, bool]:
-        return 1, True
-
-    def _latest(self) -> Path | None:
-        if self.checkpoint_dir is None or not self.checkpoint_dir.is_dir():
-            return None
-        done = sorted(self.checkpoint_dir.glob("step_*/" + META_FILE))
-        return done[-1].parent if done else None
-
-    def restore(self) -> dict[str, Any] | None:
-        latest = self._latest()
-        return read_checkpoint(latest) if latest else None
-
-    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
-        if state is None or self.checkpoint_dir is None:
-            return
-        target = self.checkpoint_dir / f"step_{step:08d}"
-        target.mkdir(parents=True, exist_ok=True)
-        write_checkpoint(target, state)
-
-    def publish(self, records: list[dict[str, Any]]) -> None:
-        self.records.extend(records)
-
-    def flush(self) -> None:
-        pass
-
-    def settle(self) -> None:
-        pass  # save() wrote the checkpoint synchronously
-
-    def holding(self, step: int) -> None:
-        pass  # nothing kills an in-process run: the hold times out
 
 
 class StepLogger:
@@ -288,9 +244,11 @@ def train(
         loss.backward()
         host_loss = par.sync_grads(params, loss)
         torch.nn.utils.clip_grad_norm_(params, cfg.optim.grad_clip)
-        optimizer.step()
+        optimizer_step(optimizer)
         logger.step_done(step, lr, host_loss if host_loss is not None else loss)
         par.mark_step()
+        if step == start and (loads := compile_cache_loads()) is not None:
+            print(f"XLA compile cache after the first step: {loads}", flush=True)
 
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             logger.flush(par)
@@ -327,20 +285,52 @@ def make_parallelism(num_slices: int = 1, eager: bool = False) -> Parallelism:
 
         return EagerCpu()
     device = os.environ.get("PJRT_DEVICE", "CPU").upper()
+    if device not in ("TPU", "CPU"):
+        raise RuntimeError(f"PJRT_DEVICE={device!r}: this trainer runs on TPU or CPU")
+    init_compile_cache()
     if device == "TPU":
-        import torch_xla.runtime as xr
-
         from .parallel import SpmdDataParallel
 
-        # Persistent compile cache: a restarted worker group on the same VM skips the
-        # compile (XLA:CPU cannot deserialize its programs, so CPU runs do without).
-        cache = os.environ.get("RAYTPU_XLA_CACHE")
-        if cache:
-            xr.initialize_cache(cache)
         return SpmdDataParallel(num_slices)
-    if device != "CPU":
-        raise RuntimeError(f"PJRT_DEVICE={device!r}: this trainer runs on TPU or CPU")
     from .parallel import HostGlooSync
 
     return HostGlooSync()
+
+
+XLA_CACHE_ENV = "RAYTPU_XLA_CACHE"
+
+
+def init_compile_cache() -> Path | None:
+    """torch_xla's persistent compilation cache in ``$RAYTPU_XLA_CACHE/<host>``, if set.
+
+    Before any XLA tensor exists. One folder per host: the cache writes entries in place,
+    so hosts sharing a mount (the simulation's disk, a bucket mounted on every pod) must
+    not write the same file. torch_xla 2.9 writes entries but cannot load them on CPU or
+    TPU (pytorch/xla#9094, fix in PR #9759): the metrics then count
+    ``PersistentCacheDeserializeFailure``, and the program compiles as without a cache.
+    """
+    root = os.environ.get(XLA_CACHE_ENV)
+    if not root:
+        return None
+    import torch_xla.runtime as xr
+
+    host = f"{os.environ.get('TPU_NAME', 'local')}-w{os.environ.get('TPU_WORKER_ID', '0')}"
+    folder = Path(root) / host
+    xr.initialize_cache(str(folder), readonly=False)
+    return folder
+
+
+def compile_cache_loads() -> dict[str, int] | None:
+    """This process's persistent-cache lookups so far (None with the cache off): ``Hit``
+    (loaded), ``Miss`` (compiled and stored), ``DeserializeFailure`` (could not load,
+    compiled again). Compilation is synchronous in ``sync()``, so after a step's
+    ``mark_step`` its graphs are counted."""
+    if not os.environ.get(XLA_CACHE_ENV):
+        return None
+    import torch_xla.debug.metrics as met
+
+    return {
+        kind: int(met.counter_value(f"PersistentCache{kind}") or 0)
+        for kind in ("Hit", "Miss", "DeserializeFailure")
+    }
 

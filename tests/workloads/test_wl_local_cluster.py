@@ -22,7 +22,8 @@ pytest.importorskip("torch_xla")
 
 from raytpu.catalog import slice_shape
 from raytpu.workloads.config import LaunchOptions, TrainConfig
-from raytpu.workloads.local_cluster import LocalSlices, _group_members
+from raytpu.workloads.local_cluster import LocalSlices
+from raytpu.workloads.processes import group_members
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlices]:
     finally:
         os.environ["HOME"] = saved_home
     # Every process of every node is gone (agents included), not just the raylets.
-    assert groups and all(_group_members(g) == [] for g in groups)
+    assert groups and all(group_members(g) == [] for g in groups)
 
 
 def _connect(address: str, token: str) -> subprocess.CompletedProcess[str]:

@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("ray.train")
 pytest.importorskip("torch_xla")
 
-from raytpu.workloads.local_cluster import _marked
+from raytpu.workloads.processes import marked
 
 pytestmark = pytest.mark.slow
 
@@ -65,4 +65,4 @@ def test_host_failure_rehearsal_resumes_and_finishes(tmp_path: Path) -> None:
     assert "host kill -> first resumed step" in summary
 
     # Every process of the simulated cluster is gone (they all inherited the mark).
-    assert _marked({"RAYTPU_TEST_MARK": mark}) == []
+    assert marked({"RAYTPU_TEST_MARK": mark}) == []

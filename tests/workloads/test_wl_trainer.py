@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 
+from no_ray import InProcessHooks, run_on_xla_cpu, run_processes  # noqa: E402
 from raytpu.catalog import slice_shape  # noqa: E402
 from raytpu.workloads.config import ModelConfig, TrainConfig  # noqa: E402
 from raytpu.workloads.metrics import MfuBasis  # noqa: E402
-from raytpu.workloads.trainer import (  # noqa: E402
-    HostPlace,
-    InProcessHooks,
-    make_parallelism,
-    train,
-)
+from raytpu.workloads.trainer import HostPlace, make_parallelism, train  # noqa: E402
 
 TINY = ModelConfig(n_layers=1, d_model=32, n_heads=2, seq_len=32)
 
@@ -32,16 +23,6 @@ def _train_eager(cfg: TrainConfig, hooks: InProcessHooks) -> list[dict[str, obje
     basis = MfuBasis.for_run(cfg.model, slice_shape(cfg.tpu), 1, simulated=True)
     train(cfg, make_parallelism(eager=True), hooks, HostPlace(0, 1, 0), basis)
     return hooks.records
-
-
-def _run_on_xla_cpu(script: str) -> dict[str, Any]:
-    """Run ``script`` in a fresh XLA:CPU process; what it printed last, as JSON."""
-    env = dict(os.environ, PJRT_DEVICE="CPU")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
 
 
 def test_resumed_run_continues_the_same_stream_exactly(tmp_path: Path, text_dir: Path) -> None:
@@ -69,7 +50,8 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
         from raytpu.catalog import slice_shape
         from raytpu.workloads.config import ModelConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
-        from raytpu.workloads.trainer import HostPlace, InProcessHooks, make_parallelism, train
+        from raytpu.workloads.trainer import HostPlace, make_parallelism, train
+        from no_ray import InProcessHooks
         cfg = TrainConfig(steps=8, data={str(text_dir)!r}, batch_per_host=2,
                           checkpoint_every=100, model=ModelConfig(**{TINY.__dict__!r}),
                           compile=False)
@@ -102,7 +84,7 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
         print(json.dumps(out))
         """
     )
-    out = _run_on_xla_cpu(script)
+    out = run_on_xla_cpu(script)
     # One process, nothing to average: the whole step is one graph, compiled once whatever
     # the step's learning rate; the end-of-run checkpoint only transfers device data.
     assert out["compiles"] == 1
@@ -121,11 +103,12 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
 
 
 @pytest.mark.slow
-def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
+def test_sync_free_adamw_matches_torch_adamw_and_resumes_exactly(
     tmp_path: Path, text_dir: Path
 ) -> None:
-    """XlaAdamW (the optimizer on XLA devices) against torch's AdamW, and a compiled XLA:CPU
-    run resumed from its checkpoint against the same run straight through."""
+    """torch_xla's sync-free AdamW (the optimizer on XLA devices) against torch's AdamW,
+    also taking over torch's state mid-run (a checkpoint from the eager path), and a
+    compiled XLA:CPU run resumed from its checkpoint against the same run straight through."""
     script = textwrap.dedent(
         f"""
         import json, pathlib, torch, torch_xla
@@ -133,26 +116,39 @@ def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
         from raytpu.workloads.config import ModelConfig, OptimConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.model import ByteLM
-        from raytpu.workloads.optim import XlaAdamW, build_optimizer, materialize_state, set_lr
-        from raytpu.workloads.trainer import HostPlace, InProcessHooks, make_parallelism, train
+        from raytpu.workloads.optim import (
+            build_optimizer, materialize_state, optimizer_step, set_lr)
+        from raytpu.workloads.trainer import HostPlace, make_parallelism, train
+        from no_ray import InProcessHooks
         tiny = ModelConfig(**{TINY.__dict__!r})
         dev = torch_xla.device()
         out = {{}}
         batches = [torch.randint(0, 256, (2, 33), generator=torch.Generator().manual_seed(i))
                    for i in range(4)]
-        for kind in ("torch", "xla"):
+        # Which optimizer runs steps 1-2 and which 3-4 (the second loads the first's state).
+        for kind, first, then in (("torch", "torch", "torch"), ("xla", "xla", "xla"),
+                                  ("mixed", "torch", "xla")):
             torch.manual_seed(0)
             model = ByteLM(tiny).to(dev)
-            opt = build_optimizer(model, OptimConfig())
-            out["picked"] = type(opt).__name__
-            if kind == "torch":
-                opt = torch.optim.AdamW(opt.param_groups, foreach=True)
-            materialize_state(opt)
+
+            def make(which, state=None):
+                opt = build_optimizer(model, OptimConfig())
+                out["picked"] = type(opt).__module__ + "." + type(opt).__name__
+                if which == "torch":
+                    opt = torch.optim.AdamW(opt.param_groups, foreach=True)
+                if state is not None:
+                    opt.load_state_dict(state)
+                materialize_state(opt)
+                return opt
+
+            opt = make(first)
             for i, b in enumerate(batches):
+                if i == 2 and then != first:
+                    opt = make(then, opt.state_dict())
                 set_lr(opt, 1e-3 * (i + 1))
                 opt.zero_grad(set_to_none=True)
                 model.loss(b.to(dev)).backward()
-                opt.step()
+                optimizer_step(opt)
                 torch_xla.sync()
             out[kind] = torch.cat([p.detach().cpu().reshape(-1) for p in model.parameters()]
                                   ).tolist()
@@ -170,12 +166,16 @@ def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
         print(json.dumps(out))
         """
     )
-    out = _run_on_xla_cpu(script)
-    assert out["picked"] == "XlaAdamW"
+    out = run_on_xla_cpu(script)
+    assert out["picked"] == "torch_xla.amp.syncfree.adamw.AdamW"
     # Up to float32 rounding (XLA computes the bias corrections on the device).
     assert out["xla"] == pytest.approx(out["torch"], rel=1e-4, abs=1e-5)
-    # Same state layout, so checkpoints load into either optimizer.
-    assert out["xla_state"] == out["torch_state"] == [["exp_avg", "exp_avg_sq", "step"], 4.0]
+    assert out["mixed"] == pytest.approx(out["torch"], rel=1e-4, abs=1e-5)
+    # The same moments and count; the sync-free one adds its (empty) amsgrad buffer.
+    assert out["torch_state"] == [["exp_avg", "exp_avg_sq", "step"], 4.0]
+    assert out["xla_state"] == out["mixed_state"] == [
+        ["exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"], 4.0
+    ]
     assert [s for s, _ in out["first"]] == [1, 2, 3, 4]
     assert [s for s, _ in out["second"]] == [5, 6, 7]
     resumed = [loss for _, loss in out["first"] + out["second"]]
@@ -184,8 +184,6 @@ def test_xla_adamw_matches_torch_adamw_and_resumes_exactly(
 
 @pytest.mark.slow
 def test_gloo_grad_sync_keeps_hosts_identical(text_dir: Path) -> None:
-    from raytpu.workloads.mp_run import run_processes
-
     cfg = TrainConfig(steps=5, model=TINY, data=str(text_dir), batch_per_host=2,
                       checkpoint_every=100)
     results = run_processes(cfg, 2, timeout_s=300)

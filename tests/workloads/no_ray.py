@@ -1,22 +1,76 @@
-"""The same trainer on N local processes over gloo, without Ray.
+"""The trainer without Ray, for the tests and the benchmark's baselines.
 
-The launcher's baseline: what the simulated slice would do with Ray taken out (the
-benchmark compares the two), and a check that the gloo gradient sync keeps every host's
-parameters identical. Processes are spawned (not forked: torch_xla's runtime must not
-be inherited) and each gets one intra-op thread, as the simulated hosts do.
+:class:`InProcessHooks` stands in for the launcher's Ray hooks (checkpoints in a local
+folder, records in memory). :func:`run_processes` runs the same trainer on N local
+processes over gloo: what the simulated slice would do with Ray taken out (the benchmark
+compares the two), and a check that the gloo gradient sync keeps every host's parameters
+identical. Processes are spawned (not forked: torch_xla's runtime must not be inherited)
+and each gets one intra-op thread, as the simulated hosts do.
+
+Imported as ``no_ray``: pytest puts this folder on ``sys.path``; the benchmark adds it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import socket
+import subprocess
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import TrainConfig
+from raytpu.workloads.config import TrainConfig
+from raytpu.workloads.trainer import META_FILE, read_checkpoint, write_checkpoint
+
+HERE = str(Path(__file__).resolve().parent)
+
+
+@dataclass
+class InProcessHooks:
+    """Hooks without Ray: checkpoints in a local folder, records kept in memory.
+
+    ``rank`` 0 saves and keeps records.
+    """
+
+    checkpoint_dir: Path | None = None
+    rank: int = 0
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def begin_attempt(self) -> tuple[int, bool]:
+        return 1, True
+
+    def _latest(self) -> Path | None:
+        if self.checkpoint_dir is None or not self.checkpoint_dir.is_dir():
+            return None
+        done = sorted(self.checkpoint_dir.glob("step_*/" + META_FILE))
+        return done[-1].parent if done else None
+
+    def restore(self) -> dict[str, Any] | None:
+        latest = self._latest()
+        return read_checkpoint(latest) if latest else None
+
+    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
+        if state is None or self.checkpoint_dir is None:
+            return
+        target = self.checkpoint_dir / f"step_{step:08d}"
+        target.mkdir(parents=True, exist_ok=True)
+        write_checkpoint(target, state)
+
+    def publish(self, records: list[dict[str, Any]]) -> None:
+        self.records.extend(records)
+
+    def flush(self) -> None:
+        pass
+
+    def settle(self) -> None:
+        pass  # save() wrote the checkpoint synchronously
+
+    def holding(self, step: int) -> None:
+        pass  # nothing kills an in-process run: the hold times out
 
 
 @dataclass(frozen=True)
@@ -43,9 +97,8 @@ def _worker(
         import torch
         import torch.distributed as dist
         from raytpu.catalog import slice_shape
-
-        from .metrics import MfuBasis
-        from .trainer import HostPlace, InProcessHooks, make_parallelism, train
+        from raytpu.workloads.metrics import MfuBasis
+        from raytpu.workloads.trainer import HostPlace, make_parallelism, train
 
         torch.set_num_threads(1)
         cfg = TrainConfig.from_dict(cfg_dict)
@@ -130,3 +183,21 @@ def run_processes(
             if p.is_alive():
                 p.kill()
     return sorted(results, key=lambda r: r.rank)
+
+
+def run_on_xla_cpu(script: str, devices: int = 1, timeout_s: float = 600) -> dict[str, Any]:
+    """Run ``script`` in a fresh XLA:CPU interpreter (XLA's metrics and runtime are per
+    process) with ``devices`` virtual devices and this module importable; returns what it
+    printed last, as JSON."""
+    env = dict(
+        os.environ,
+        PJRT_DEVICE="CPU",
+        CPU_NUM_DEVICES=str(devices),
+        PYTHONPATH=os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")])),
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise AssertionError(f"the script failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
