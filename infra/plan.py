@@ -19,6 +19,7 @@ API server would accept. That second layer is ``pulumi preview`` in CI.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -181,6 +182,12 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
     elif typ == "gcp:artifactregistry/repository:Repository":
         out.update(registryUri=f"{inputs.get('location')}-docker.pkg.dev/{project}/"
                                f"{inputs.get('repositoryId')}")
+    elif typ == "docker-build:index:Image":
+        # A digest that changes with what is built (the engine's would come from BuildKit).
+        digest = "sha256:" + hashlib.sha256(
+            json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+        tags = inputs.get("tags") or []
+        out.update(digest=digest, ref=f"{tags[0]}@{digest}" if tags else "")
     elif typ == "kubernetes:helm.sh/v3:Release":
         out["status"] = {"status": "deployed", "namespace": inputs.get("namespace"),
                          "name": inputs.get("name", name)}
