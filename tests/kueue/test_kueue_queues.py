@@ -244,3 +244,13 @@ def test_queues_args_refuse_inconsistent_input(change: dict[str, Any], expected:
     base: dict[str, Any] = {"flavors": [TpuFlavor("f", {"a": "b"})], "teams": []}
     with pytest.raises(ValueError, match=expected):
         KueueQueuesArgs(**{**base, **change})
+
+
+def test_local_queues_wait_for_their_team_namespace(plan: PlanResult) -> None:
+    # A first `pulumi up` would otherwise create a LocalQueue in a namespace not yet there.
+    namespaces = {r.inputs["metadata"]["name"]: r.urn
+                  for r in plan.by_type("kubernetes:core/v1:Namespace")}
+    queues = [r for r in plan.resources if r.type == f"{KUEUE}:LocalQueue"]
+    assert len(queues) == 2
+    for q in queues:
+        assert namespaces[q.inputs["metadata"]["namespace"]] in q.options["dependsOn"], q.name
