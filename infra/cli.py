@@ -62,22 +62,34 @@ def plan(
         "--policy-config", help="Policy config JSON, as pulumi's --policy-pack-config")] = None,
     show_secrets: Annotated[bool, typer.Option(
         "--show-secrets", help="Show secret values instead of [secret]")] = False,
+    diff_base: Annotated[Path | None, typer.Option(
+        "--diff", help="Compare with a plan saved by `raytpu plan --json` (BASE.json)")] = None,
 ) -> None:
     """Run the Pulumi program offline (mocked providers) and show what `pulumi up` would create."""
     from .config import ConfigError
     from .plan import PlanError, run_plan
+    from .plan_diff import DiffError, diff_plans, load_base, render_diff
     from .plan_policies import load_policy_config, plan_policies
     from .plan_render import render_plan
 
     try:
         pconfig = load_policy_config(policy_config)
+        base = load_base(diff_base) if diff_base is not None else None
         result = run_plan(stack, stacks_dir, preview=True)
+        diff = diff_plans(base, result) if base is not None else None
     except ConfigError as e:
         raise fail(e.problems) from None
     except PlanError as e:
         raise fail([str(e)]) from None
+    except DiffError as e:
+        raise fail([f"--diff {diff_base}: {e}"]) from None
     violations, blocking = plan_policies(result, enabled=not no_policies, config=pconfig)
-    if as_json:
+    if diff is not None:
+        if as_json:
+            sys.stdout.write(json.dumps(diff.to_dict(), indent=2) + "\n")
+        else:
+            render_diff(diff, violations)
+    elif as_json:
         doc = result.to_dict(show_secrets)
         if violations is not None:
             doc["policies"] = [v.to_dict() for v in violations]
@@ -96,11 +108,11 @@ def manifests(
 ) -> None:
     """Write the Kubernetes objects the stack applies as YAML (for review or kubectl apply)."""
     from .config import ConfigError
-    from .manifests import write_manifests
-    from .plan import PlanError
+    from .manifests import write_plan_manifests
+    from .plan import PlanError, run_plan
 
     try:
-        written = write_manifests(stack, out, stacks_dir)
+        written = write_plan_manifests(run_plan(stack, stacks_dir), out)
     except ConfigError as e:
         raise fail(e.problems) from None
     except PlanError as e:

@@ -190,16 +190,13 @@ def cost_command(
 ) -> None:
     """The price of the stack's TPU fleet and system pool, hourly and monthly (730 h)."""
     from .config import ConfigError, parse_stack_config
-    from .plan import PlanError, load_stack_file
+    from .stack_file import load_stack_file
 
     try:
         cfg = parse_stack_config(stack, load_stack_file(stack, stacks_dir))
     except ConfigError as e:
         for line in e.problems:
             print(f"error: {line}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    except PlanError as e:
-        print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(2) from None
     cost = cost_of(cfg)
     if as_json:

@@ -36,11 +36,12 @@ def is_unknown(value: Any) -> bool:
 
 
 def join_path(base: str, key: str | int) -> str:
-    """``spec.template``, ``containers[0]``, ``labels["cloud.google.com/gke-nodepool"]``."""
+    """``spec.template``, ``containers[0]``, ``labels["cloud.google.com/gke-nodepool"]``;
+    after ``input:`` (a path inside a JSON string input) no dot."""
     if isinstance(key, int):
         return f"{base}[{key}]"
     if _PLAIN_KEY.match(key):
-        return f"{base}.{key}" if base else key
+        return f"{base}.{key}" if base and not base.endswith(":") else f"{base}{key}"
     return f'{base}["{key}"]'
 
 

@@ -353,15 +353,12 @@ def status_command(
 ) -> None:
     """Live view of the stack's slices, Ray pods, RayCluster and team queues."""
     from .config import ConfigError, parse_stack_config
-    from .plan import PlanError, load_stack_file
+    from .stack_file import load_stack_file
 
     try:
         cfg = parse_stack_config(stack, load_stack_file(stack, stacks_dir))
     except ConfigError as e:
         _errors(e.problems)
-        raise typer.Exit(2) from None
-    except PlanError as e:
-        _errors([str(e)])
         raise typer.Exit(2) from None
     try:
         api_client, source = connect(stack, kubeconfig, context)

@@ -18,7 +18,7 @@ from typing import Any
 import pulumi
 import pytest
 import raytpu.components as components
-from infra_support import BASE_CONFIG, PROJECT, raw_config
+from infra_support import BASE_CONFIG, PROJECT, REPO, raw_config, run_alone
 from raytpu.components import AuthorizedNetwork, ImageRegistryArgs, SystemPoolArgs, slice_shape
 from raytpu.config import ConfigError
 from raytpu.plan import run_program
@@ -154,3 +154,14 @@ def test_the_comparison_sees_a_different_message() -> None:
         run_program("test", raw_config(raytpu_cluster={**CLUSTER, "name": "Bad_Name"}))
     assert stack_key_message("raytpu:cluster", str(composed.value)) not in stack.value.problems
 
+
+
+def test_the_readme_composition_example_runs() -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Using the components in your own Pulumi program"):]
+    code = section[section.index("```python\n") + len("```python\n"):]
+    code = code[:code.index("```")]
+    plan = run_alone(lambda: exec(compile(code, "README.md", "exec"), {}))
+    pools = plan.by_type("gcp:container/nodePool:NodePool")
+    assert sorted(p.inputs["name"] for p in pools) == ["v5e-0", "v5e-1"]
+    assert len(plan.by_type("kubernetes:ray.io/v1:RayCluster")) == 1

@@ -10,8 +10,8 @@ from typing import Any
 import kubernetes_validate
 import yaml
 from ray_support import SAMPLES
-from raytpu.manifests import MARKER, api_version_of, write_manifests, write_plan_manifests
-from raytpu.plan import PlanResult
+from raytpu.manifests import MARKER, api_version_of, write_plan_manifests
+from raytpu.plan import PlanResult, run_plan
 from raytpu.plan_ray_tables import ray_tables
 from raytpu.plan_render import render_table
 from raytpu.plan_tables import PlanTable
@@ -94,12 +94,12 @@ def test_stale_generated_files_are_removed_others_kept(
     assert "notes.yaml" in names
 
 
-def test_write_manifests_runs_the_stack_program(tmp_path: Path) -> None:
+def test_manifests_of_a_stack_file_run_the_stack_program(tmp_path: Path) -> None:
     """The CLI entry point end to end, on a stack file, through raytpu.program.build."""
     stacks = tmp_path / "stacks"
     stacks.mkdir()
     (stacks / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": SAMPLES["v5e-elastic"]}))
-    written = write_manifests("t", tmp_path / "out", stacks)
+    written = write_plan_manifests(run_plan("t", stacks), tmp_path / "out")
     rc = _load(tmp_path / "out" / "raycluster-raytpu.yaml")
     assert [g["groupName"] for g in rc["spec"]["workerGroupSpecs"]] == ["pod16", "single8"]
     assert tmp_path / "out" / "helm-releases.txt" in written
