@@ -50,7 +50,7 @@ def _leaves(value: Any, path: str, out: dict[str, Any]) -> dict[str, Any]:
     """Flatten to ``{path: leaf}``; a secret or an empty container is one leaf."""
     if is_secret(value):
         out[path] = _Secret(value["value"])
-    elif isinstance(value, dict) and value:
+    elif isinstance(value, dict) and (value or not path):  # the root is never a leaf
         for k, v in value.items():
             _leaves(v, join_path(path, k), out)
     elif isinstance(value, list) and value:
@@ -72,6 +72,8 @@ class Change:
     path: str
     old: Any
     new: Any
+    """None: absent, or (``unknown``) computed by the provider on ``pulumi up``."""
+    unknown: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "old": self.old, "new": self.new}
@@ -149,7 +151,7 @@ def _inputs_changes(old: Any, new: Any, prefix: str = "") -> list[Change]:
             if inner_a is not None and inner_b is not None:
                 changes += _inputs_changes(inner_a, inner_b, f"{path}:")
             else:
-                changes.append(Change(path, _shown(a), _shown(b)))
+                changes.append(Change(path, _shown(a), _shown(b), unknown=b is None))
     return changes
 
 
@@ -195,14 +197,14 @@ def diff_plans(base: dict[str, Any], current: PlanResult) -> PlanDiff:
     deleted = [old[u] for u in old if u not in new]
     return PlanDiff(
         stack=current.stack,
-        create=[u for u in new if u not in old],
-        delete=[r["urn"] for r in deleted],
-        deleted_tpu_pools=[r["name"] for r in deleted
+        create=sorted(u for u in new if u not in old),
+        delete=sorted(r["urn"] for r in deleted),
+        deleted_tpu_pools=[r["name"] for r in sorted(deleted, key=lambda r: r["urn"])
                            if r.get("type") == NODE_POOL_TYPE and _is_tpu_pool(r)],
         deleted_cluster=next((r["name"] for r in deleted if r.get("type") == CLUSTER_TYPE),
                              None),
-        update=update,
-        replace=replace,
+        update=sorted(update, key=lambda c: c.urn),
+        replace=sorted(replace, key=lambda c: c.urn),
         chips={"count": (b_count, c_count), "max": (b_max, c_max)},
         monthly=(base_cost["total"]["monthly"], current_cost["total"]["monthly"]),
     )
@@ -229,12 +231,12 @@ def _name(urn: str) -> str:
 
 def _value(value: Any) -> str:
     if value is None:
-        return "null"
+        return "(none)"
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 
 
 def _change_line(c: Change) -> str:
-    new = UNKNOWN_TEXT if c.new is None and c.old is not None else _value(c.new)
+    new = UNKNOWN_TEXT if c.unknown else _value(c.new)
     return f"      {c.path}: {_value(c.old)} => {new}"
 
 

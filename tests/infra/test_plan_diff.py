@@ -194,3 +194,13 @@ def test_cli_diff_json(tmp_path: Path) -> None:
     bad = raytpu("plan", "--stack", "dev", "--diff", str(tmp_path / "bad.json"))
     assert bad.returncode == 2 and bad.stderr.startswith(f"error: --diff {tmp_path}/bad.json")
     assert "Traceback" not in bad.stderr
+
+
+def test_removed_and_unknown_values_read_differently() -> None:
+    from pulumi.runtime.rpc import UNKNOWN
+    from raytpu.plan_diff import _change_line, _inputs_changes
+    (removed,) = _inputs_changes({"a": 1}, {})
+    (computed,) = _inputs_changes({"a": 1}, {"a": UNKNOWN})
+    assert removed.to_dict() == computed.to_dict() == {"path": "a", "old": 1, "new": None}
+    assert _change_line(removed).strip() == "a: 1 => (none)"
+    assert _change_line(computed).strip() == "a: 1 => (known after up)"

@@ -112,3 +112,16 @@ def test_cli_plan_json_is_the_preview_and_shows_secrets_on_request() -> None:
     assert doc["outputs"]["kubeconfig"] == "[secret]"  # type: ignore[index]
     # --show-secrets unwraps it: before the first up the kubeconfig is unknown, not [secret].
     assert plan_json("--show-secrets")["outputs"]["kubeconfig"] is None  # type: ignore[index]
+
+
+def test_stack_policies_see_dependencies_by_urn(stack_previews: dict[str, PlanResult]) -> None:
+    from raytpu.plan_policies import stack_resources
+
+    plan = stack_previews["dev"]
+    made = {r.urn: r for r in stack_resources(plan)}
+    (rc,) = [r for r in made.values() if r.resource_type == "kubernetes:ray.io/v1:RayCluster"]
+    tpu_pool = plan.get(NODE_POOL, "v5e-4")
+    assert tpu_pool.urn in {d.urn for d in rc.dependencies}
+    (cluster,) = plan.by_type(CLUSTER)
+    assert made[cluster.urn].parent is not None
+    assert made[cluster.urn].parent.resource_type == "raytpu:gke:GkeCluster"  # not the VPC
