@@ -43,6 +43,8 @@ from .registry import ImageRegistry as ImageRegistry
 from .registry import ImageRegistryArgs as ImageRegistryArgs
 from .storage import CheckpointStorage as CheckpointStorage
 from .storage import CheckpointStorageArgs as CheckpointStorageArgs
+from .team_access import TeamAccess as TeamAccess
+from .team_access import TeamAccessArgs as TeamAccessArgs
 from .tpu_ray_cluster import TpuRayCluster as TpuRayCluster
 from .tpu_ray_cluster import TpuRayClusterArgs as TpuRayClusterArgs
 from .tpu_ray_cluster import TpuWorkerGroup as TpuWorkerGroup
@@ -82,6 +84,8 @@ __all__ = [
     "SliceAutoscaling",
     "SliceShape",
     "SystemPoolArgs",
+    "TeamAccess",
+    "TeamAccessArgs",
     "TeamQueue",
     "TpuFlavor",
     "TpuQuota",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+from raytpu.components._options import depends_on_of
 from raytpu.components.gcp_resources import (
     ServiceAccount,
     ServiceAccountIamMember,
@@ -30,9 +31,27 @@ from raytpu.components.gcp_resources import (
 from raytpu.names import ACCOUNT_ID, K8S_NAME
 
 _BUCKET = re.compile(r"^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$")
+# Object prefixes the IAM condition quotes: no quote or backslash can end the CEL string.
+_PREFIX = re.compile(r"^[a-z0-9][-a-z0-9_/]*/$")
 
 BUCKET_ROLE = "roles/storage.objectUser"
 WORKLOAD_IDENTITY_ROLE = "roles/iam.workloadIdentityUser"
+
+
+def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
+    """An IAM condition that limits a bucket-level grant to objects under ``prefix``: object
+    operations match on the object's resource name, listing on the request's prefix
+    (``storage.googleapis.com/objectListPrefix``; IAM Conditions attribute reference). A list
+    without that prefix, and every bucket-level operation, is refused."""
+    return {
+        "title": f"objects under {prefix}"[:100],
+        "description": f"only gs://{bucket}/{prefix}",
+        "expression": (
+            f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{prefix}") || '
+            f'api.getAttribute("storage.googleapis.com/objectListPrefix", "")'
+            f'.startsWith("{prefix}")'
+        ),
+    }
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,13 @@ class CheckpointStorageArgs:
     """Let ``pulumi destroy`` delete a non-empty bucket (dev only)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Bucket labels."""
+    object_prefix: str | None = None
+    """Grant only on objects under this prefix (``teams/a/``), through an IAM condition on
+    the bucket; None: the whole bucket."""
+    create_bucket: bool = True
+    """False: ``bucket_name`` is an existing bucket (e.g. the stack's, shared by teams with
+    ``object_prefix``): only the account and its grant are declared. Pass what creates the
+    bucket in ``ResourceOptions.depends_on``."""
     workload_identity_depends_on: Sequence[pulumi.Resource] = ()
     """What the Workload Identity binding must wait for: the GKE cluster, whose creation
     creates the ``<project>.svc.id.goog`` identity pool (IAM refuses a member of a pool that
@@ -97,6 +123,11 @@ class CheckpointStorageArgs:
                 f"CheckpointStorageArgs.gsa_account_id: {self.gsa_account_id!r} must be 6-30 "
                 "lowercase letters, digits or '-', starting with a letter"
             )
+        if self.object_prefix is not None and not _PREFIX.match(self.object_prefix):
+            raise ValueError(
+                f"CheckpointStorageArgs.object_prefix: {self.object_prefix!r} must be "
+                "lowercase letters, digits, '-', '_', '/' and end with '/'"
+            )
         if self.retention_days < 1:
             raise ValueError(
                 f"CheckpointStorageArgs.retention_days: {self.retention_days} must be >= 1"
@@ -111,7 +142,8 @@ class CheckpointStorageArgs:
 class CheckpointStorage(pulumi.ComponentResource):
     """A private checkpoint bucket and the Workload Identity GSA that may write it."""
 
-    bucket: StorageBucket
+    bucket: StorageBucket | None
+    """None when the bucket exists already (``create_bucket=False``)."""
     bucket_name: pulumi.Output[str]
     bucket_url: pulumi.Output[str]
     """``gs://<bucket>``."""
@@ -130,44 +162,24 @@ class CheckpointStorage(pulumi.ComponentResource):
                 f"{type(args)!r}"
             )
         super().__init__("raytpu:storage:CheckpointStorage", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        # Children do not inherit the component's dependsOn (the shared bucket's creator).
+        child = pulumi.ResourceOptions(parent=self, depends_on=depends_on_of(opts))
 
-        rules: list[dict[str, Any]] = []
-        if args.versioning:
-            # Conditions of one rule are ANDed, rules are ORed; both rules only ever match
-            # noncurrent versions (withState ARCHIVED), never a live object.
-            rules = [
-                {"action": {"type": "Delete"}, "condition": {
-                    "daysSinceNoncurrentTime": args.retention_days, "withState": "ARCHIVED",
-                }},
-                # numNewerVersions counts the live version too.
-                {"action": {"type": "Delete"}, "condition": {
-                    "numNewerVersions": args.noncurrent_versions + 1, "withState": "ARCHIVED",
-                }},
-            ]
-        self.bucket = StorageBucket(
-            f"{name}-bucket",
-            {
-                "name": args.bucket_name,
-                "project": args.project,
-                "location": args.location,
-                "uniformBucketLevelAccess": True,
-                "publicAccessPrevention": "enforced",
-                "versioning": {"enabled": args.versioning},
-                "lifecycleRules": rules or None,
-                "forceDestroy": args.force_destroy,
-                "labels": dict(args.labels) or None,
-            },
-            child,
-        )
-        self.bucket_name = self.bucket.gcp_name
-        self.bucket_url = self.bucket.url
+        self.bucket = None
+        if args.create_bucket:
+            self.bucket = self._bucket(name, args, child)
+            self.bucket_name = self.bucket.gcp_name
+            self.bucket_url = self.bucket.url
+        else:
+            self.bucket_name = pulumi.Output.from_input(args.bucket_name)
+            self.bucket_url = pulumi.Output.from_input(f"gs://{args.bucket_name}")
 
         self.gsa = ServiceAccount(
             f"{name}-gsa",
             {
                 "accountId": args.gsa_account_id,
-                "displayName": f"Ray checkpoints in gs://{args.bucket_name}",
+                "displayName": f"Ray checkpoints in gs://{args.bucket_name}"
+                               + (f"/{args.object_prefix}" if args.object_prefix else ""),
                 "project": args.project,
             },
             child,
@@ -188,7 +200,9 @@ class CheckpointStorage(pulumi.ComponentResource):
         # Read/write/list objects of this bucket; no bucket admin, nothing project-wide.
         self.bucket_access = StorageBucketIamMember(
             f"{name}-objects",
-            {"bucket": self.bucket.gcp_name, "role": BUCKET_ROLE, "member": self.gsa.member},
+            {"bucket": self.bucket_name, "role": BUCKET_ROLE, "member": self.gsa.member,
+             "condition": (prefix_condition(args.bucket_name, args.object_prefix)
+                           if args.object_prefix else None)},
             child,
         )
         self.ksa_annotations = self.gsa.email.apply(
@@ -199,3 +213,35 @@ class CheckpointStorage(pulumi.ComponentResource):
             "bucketUrl": self.bucket_url,
             "gsaEmail": self.gsa_email,
         })
+
+    @staticmethod
+    def _bucket(name: str, args: CheckpointStorageArgs,
+                child: pulumi.ResourceOptions) -> StorageBucket:
+        rules: list[dict[str, Any]] = []
+        if args.versioning:
+            # Conditions of one rule are ANDed, rules are ORed; both rules only ever match
+            # noncurrent versions (withState ARCHIVED), never a live object.
+            rules = [
+                {"action": {"type": "Delete"}, "condition": {
+                    "daysSinceNoncurrentTime": args.retention_days, "withState": "ARCHIVED",
+                }},
+                # numNewerVersions counts the live version too.
+                {"action": {"type": "Delete"}, "condition": {
+                    "numNewerVersions": args.noncurrent_versions + 1, "withState": "ARCHIVED",
+                }},
+            ]
+        return StorageBucket(
+            f"{name}-bucket",
+            {
+                "name": args.bucket_name,
+                "project": args.project,
+                "location": args.location,
+                "uniformBucketLevelAccess": True,
+                "publicAccessPrevention": "enforced",
+                "versioning": {"enabled": args.versioning},
+                "lifecycleRules": rules or None,
+                "forceDestroy": args.force_destroy,
+                "labels": dict(args.labels) or None,
+            },
+            child,
+        )

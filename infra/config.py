@@ -310,6 +310,13 @@ class StackConfig(_Model):
                 "raytpu:cluster.dataplaneV2: false: the cluster does not enforce NetworkPolicy, "
                 "so Ray namespaces get none; switching it on replaces the cluster"
             )
+        if self.cluster.security_group is None:
+            out += [f"raytpu:teams[{t}].members[{m}]: {member!r} is a Google Group, and GKE "
+                    "matches RBAC Group subjects only with Google Groups for RBAC: set "
+                    "raytpu:cluster.securityGroup (gke-security-groups@<domain>, containing "
+                    "the group), or the group's members cannot submit"
+                    for t, team in enumerate(self.teams)
+                    for m, member in enumerate(team.members) if member.startswith("group:")]
         out += fit_warnings(self)
         out += team_warnings(self)
         return out

@@ -36,6 +36,7 @@ from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
 from . import versions
 from .apis import after_apis, declare_project_services
 from .config import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig, parse_stack_config
+from .isolation_program import build_teams, isolation_problems
 from .kueue_program import build_kueue, kueue_problems
 from .monitoring_program import build_monitoring, monitoring_args
 from .ray_program import build_ray, ray_problems
@@ -91,6 +92,8 @@ class Infra:
     """GKE name of the CPU pool the Ray head and operators run on."""
     api_options: pulumi.ResourceOptions | None = None
     """For later gcp: components: each resource waits for its API (``after_apis``)."""
+    checkpoint_bucket: pulumi.Resource | None = None
+    """The stack's checkpoint bucket (teams' prefixes are granted on it)."""
 
     @property
     def node_pools(self) -> list[ContainerNodePool]:
@@ -295,6 +298,7 @@ def build_infra(cfg: StackConfig) -> Infra:
         image=cfg.image,
         system_pool_name="system",
         api_options=opts,
+        checkpoint_bucket=storage.bucket,
     )
 
 
@@ -336,7 +340,7 @@ def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
 def build(cfg: StackConfig) -> dict[str, Any]:
     """Declare every resource of the stack; return the stack outputs."""
     # Ray-side problems (names, image vs rayVersion, ...) before anything is declared.
-    problems = ray_problems(cfg) + kueue_problems(cfg)
+    problems = ray_problems(cfg) + kueue_problems(cfg) + isolation_problems(cfg)
     if problems:
         raise ConfigError(problems)
     monitoring_args(cfg, _labels(cfg))  # raises ConfigError before anything is declared
@@ -351,9 +355,15 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
     )
-    # Teams: Kueue on the system pool (never waiting on TPU pools) and the team queues.
+    # Teams: namespaces, identities, RBAC and NetworkPolicy; Kueue on the system pool (never
+    # waiting on TPU pools) and the team queues in those namespaces.
+    team_namespaces, team_outputs = build_teams(
+        cfg, provider=infra.provider, cluster=infra.cluster.cluster,
+        stack_bucket=infra.checkpoint_bucket, gcp_options=infra.api_options,
+        labels=_labels(cfg))
+    outputs |= team_outputs
     outputs |= build_kueue(cfg, provider=infra.provider, depends_on=infra.operator_depends_on,
-                           system_pool=infra.system_pool_name)
+                           queues_depend_on=team_namespaces, system_pool=infra.system_pool_name)
     outputs |= build_monitoring(cfg, _labels(cfg), infra.api_options)
     return outputs
 

@@ -48,10 +48,12 @@ def test_workload_identity_binding_waits_for_the_cluster(
     stack: str, stack_plans: dict[str, PlanResult]
 ) -> None:
     plan = stack_plans[stack]
-    (wi,) = [r for r in plan.by_type(WI_MEMBER)
-             if r.inputs["role"] == "roles/iam.workloadIdentityUser"]
-    assert ".svc.id.goog[" in wi.inputs["member"]
-    assert depends_on(wi, CLUSTER, plan.config.cluster.name), wi.options
+    bindings = [r for r in plan.by_type(WI_MEMBER)
+                if r.inputs["role"] == "roles/iam.workloadIdentityUser"]
+    assert len(bindings) == 1 + len(plan.config.teams)  # the Ray KSA and one per team
+    for wi in bindings:
+        assert ".svc.id.goog[" in wi.inputs["member"]
+        assert depends_on(wi, CLUSTER, plan.config.cluster.name), wi.options
 
 
 def test_checkpoint_storage_takes_what_the_binding_waits_for() -> None:

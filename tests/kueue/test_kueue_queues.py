@@ -46,7 +46,10 @@ TEAMS = [
 
 def _raw(**extra: Any) -> dict[str, Any]:
     return {"gcp:project": "acme-ml", "raytpu:zone": "us-west4-a",
-            "raytpu:cluster": {"name": "raytpu-test", "deletionProtection": False},
+            # securityGroup: vision's members are a Google Group (Google Groups for RBAC).
+            "raytpu:cluster": {"name": "raytpu-test", "deletionProtection": False,
+                               "dataplaneV2": True,
+                               "securityGroup": "gke-security-groups@example.com"},
             "raytpu:slices": copy.deepcopy(SLICES), "raytpu:teams": copy.deepcopy(TEAMS),
             **extra}
 

@@ -36,6 +36,8 @@ CONFIG: dict[str, Any] = {
         {"name": "single", "tpu": "v5litepod-4", "autoscaling": {"min": 0, "max": 3}},
     ],
     "raytpu:ray": {"imageTag": "0.1.0"},
+    # vision's members are a Google Group: Google Groups for RBAC.
+    "raytpu:cluster": {"securityGroup": "gke-security-groups@example.com"},
     "raytpu:teams": [
         {"name": "vision", "members": ["group:vision@example.com"], "quota": {"pod16": 1},
          "borrowing": {"pod16": 1}, "priority": "high"},

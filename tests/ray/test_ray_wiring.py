@@ -111,7 +111,8 @@ def test_workload_identity_binding_matches_the_ray_service_account(
     plan = plans[stack]
     members = [r.inputs["member"] for r in plan.by_type("gcp:serviceaccount/iAMMember:IAMMember")
                if r.inputs.get("role") == "roles/iam.workloadIdentityUser"]
-    assert members == [plan.outputs["ray_workload_identity_member"]]
+    ray_ns = f".svc.id.goog[{plan.config.ray.namespace}/"
+    assert [m for m in members if ray_ns in m] == [plan.outputs["ray_workload_identity_member"]]
 
 
 def _node_labels(pool: Any) -> dict[str, str]:
