@@ -41,6 +41,8 @@ from .project_services import ProjectServices as ProjectServices
 from .project_services import ProjectServicesArgs as ProjectServicesArgs
 from .registry import ImageRegistry as ImageRegistry
 from .registry import ImageRegistryArgs as ImageRegistryArgs
+from .registry import TrainerImage as TrainerImage
+from .registry import TrainerImageArgs as TrainerImageArgs
 from .storage import CheckpointStorage as CheckpointStorage
 from .storage import CheckpointStorageArgs as CheckpointStorageArgs
 from .team_access import TeamAccess as TeamAccess
@@ -94,5 +96,7 @@ __all__ = [
     "TpuSlicePool",
     "TpuSlicePoolArgs",
     "TpuWorkerGroup",
+    "TrainerImage",
+    "TrainerImageArgs",
     "slice_shape",
 ]

@@ -147,14 +147,28 @@ class KubeRayConfig(_Model):
     """KubeRay's RayMultiHostIndexing gate (helm mode); default: what the webhook image handles."""
 
 
+class ImageBuildConfig(_Model):
+    """``raytpu:ray.imageBuild``: how the stack builds the trainer image (when
+    ``raytpu:ray.image`` is not given)."""
+
+    context: str = "."
+    """Build context (the repository root), relative to the Pulumi project directory."""
+    dockerfile: str = "workloads/Dockerfile"
+    """Relative to the Pulumi project directory."""
+
+
 class RayConfig(_Model):
     version: str = versions.RAY_VERSION
     cluster_name: str = "raytpu"
     namespace: str = "ray"
     service_account: str = "ray-workload"
     image: str | None = None
-    """Full image reference; default: this stack's Artifact Registry image."""
+    """An image built elsewhere (e.g. in CI), by tag or better digest. Unset: the stack
+    builds workloads/Dockerfile and pushes it to its Artifact Registry repository, and the
+    pods name it by digest."""
+    image_build: ImageBuildConfig = ImageBuildConfig()
     image_tag: str = "latest"
+    """The tag the stack's build pushes (pods use the digest)."""
     idle_timeout_seconds: int = Field(600, ge=0)
     head_cpu: Quantity = "4"
     head_memory: Quantity = "16Gi"
@@ -270,7 +284,14 @@ class StackConfig(_Model):
         return f"gs://{self.bucket_name}/runs"
 
     @property
+    def builds_image(self) -> bool:
+        """The stack builds and pushes the trainer image (no ``raytpu:ray.image`` given)."""
+        return self.ray.image is None
+
+    @property
     def image(self) -> str:
+        """The image by reference: the user's, or the stack build's tag (pods get the
+        build's digest, known once it is pushed)."""
         if self.ray.image:
             return self.ray.image
         return (

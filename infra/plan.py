@@ -19,6 +19,7 @@ API server would accept. That second layer is ``pulumi preview`` in CI.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -181,27 +182,16 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
     elif typ == "gcp:artifactregistry/repository:Repository":
         out.update(registryUri=f"{inputs.get('location')}-docker.pkg.dev/{project}/"
                                f"{inputs.get('repositoryId')}")
+    elif typ == "docker-build:index:Image":
+        # A digest that changes with what is built (the engine's would come from BuildKit).
+        digest = "sha256:" + hashlib.sha256(
+            json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+        tags = inputs.get("tags") or []
+        out.update(digest=digest, ref=f"{tags[0]}@{digest}" if tags else "")
     elif typ == "kubernetes:helm.sh/v3:Release":
         out["status"] = {"status": "deployed", "namespace": inputs.get("namespace"),
                          "name": inputs.get("name", name)}
     return out
-
-
-def _fake_existing_cluster(args: dict[str, Any], project: str) -> dict[str, Any]:
-    """``gcp.container.getCluster`` of a cluster that exists outside the program."""
-    name, location = args.get("name"), args.get("location")
-    project = args.get("project") or project
-    return {
-        "id": f"projects/{project}/locations/{location}/clusters/{name}",
-        "name": name, "location": location, "project": project,
-        "endpoint": "10.0.0.3",
-        "masterAuths": [{"clusterCaCertificate": _FAKE_CA}],
-        "controlPlaneEndpointsConfigs": [{"dnsEndpointConfigs": [{
-            "endpoint": f"gke-fedcba9876543210-{project}.{location}.gke.goog",
-            "allowExternalTraffic": True,
-        }]}],
-        "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
-    }
 
 
 class RecordingMocks(Mocks):
@@ -239,8 +229,6 @@ class RecordingMocks(Mocks):
                 "releaseChannelDefaultVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
                 "releaseChannelLatestVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
             }, []
-        if args.token == "gcp:container/getCluster:getCluster":
-            return _fake_existing_cluster(dict(args.args), self.project), []
         return {}, []
 
     def register_transform(self, transform: Any) -> None:  # pragma: no cover - unused

@@ -30,6 +30,8 @@ from raytpu.components import (
     SystemPoolArgs,
     TpuSlicePool,
     TpuSlicePoolArgs,
+    TrainerImage,
+    TrainerImageArgs,
 )
 from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
 
@@ -86,8 +88,8 @@ class Infra:
     bucket_name: pulumi.Output[str]
     bucket_url: pulumi.Output[str]
     registry_url: pulumi.Output[str]
-    image: str
-    """Trainer image reference (``raytpu:ray.image`` or this stack's registry)."""
+    image: pulumi.Input[str]
+    """Trainer image: ``raytpu:ray.image``, or the stack's build by digest."""
     system_pool_name: str
     """GKE name of the CPU pool the Ray head and operators run on."""
     api_options: pulumi.ResourceOptions | None = None
@@ -152,7 +154,8 @@ def _required_gke_versions(cfg: StackConfig) -> dict[str, str]:
 
 
 def _stack_args(cfg: StackConfig) -> tuple[
-    NetworkArgs, GkeClusterArgs, list[TpuSlicePoolArgs], CheckpointStorageArgs, ImageRegistryArgs
+    NetworkArgs, GkeClusterArgs, list[TpuSlicePoolArgs], CheckpointStorageArgs, ImageRegistryArgs,
+    TrainerImageArgs | None,
 ]:
     """Every component's Args, validated; Args problems become ConfigError lines."""
     problems: list[str] = []
@@ -251,14 +254,20 @@ def _stack_args(cfg: StackConfig) -> tuple[
         create=cfg.registry.create,
         labels=_labels(cfg),
     ))
+    image = make("raytpu:ray.imageTag", lambda: TrainerImageArgs(
+        repository_url=_PENDING,
+        tag=cfg.ray.image_tag,
+        context=cfg.ray.image_build.context,
+        dockerfile=cfg.ray.image_build.dockerfile,
+    )) if cfg.builds_image else None
     if problems:
         raise ConfigError(problems)
-    return network, cluster, pools, storage, registry
+    return network, cluster, pools, storage, registry, image
 
 
 def build_infra(cfg: StackConfig) -> Infra:
     """Declare the network, the cluster, the TPU slice pools, storage and registry."""
-    net_args, cluster_args, pool_args, storage_args, registry_args = _stack_args(cfg)
+    net_args, cluster_args, pool_args, storage_args, registry_args, image_args = _stack_args(cfg)
 
     # Every gcp: resource of the components below waits for the API it calls.
     apis = declare_project_services(cfg)
@@ -286,6 +295,10 @@ def build_infra(cfg: StackConfig) -> Infra:
     registry = ImageRegistry("registry", dataclasses.replace(
         registry_args, readers=(gke.node_service_account_member,)
     ), opts)
+    image: pulumi.Input[str] = cfg.image
+    if image_args is not None:  # built here, pushed to the registry, named by digest
+        image = TrainerImage("trainer-image", dataclasses.replace(
+            image_args, repository_url=registry.url), opts).ref
     return Infra(
         provider=gke.provider,
         cluster=gke,
@@ -295,7 +308,7 @@ def build_infra(cfg: StackConfig) -> Infra:
         bucket_name=storage.bucket_name,
         bucket_url=storage.bucket_url,
         registry_url=registry.url,
-        image=cfg.image,
+        image=image,
         system_pool_name="system",
         api_options=opts,
         checkpoint_bucket=storage.bucket,
@@ -354,6 +367,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         operator_depends_on=infra.operator_depends_on,
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
+        image=infra.image,
     )
     # Teams: namespaces, identities, RBAC and NetworkPolicy; Kueue on the system pool (never
     # waiting on TPU pools) and the team queues in those namespaces.

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from infra_support import STACKS, STACKS_DIR
-from raytpu.plan import PlanResult, run_plan
+from raytpu.plan import _FAKE_CA, PlanResult, RecordingMocks, run_plan
+
+GET_CLUSTER = "gcp:container/getCluster:getCluster"
 
 
 @pytest.fixture(scope="session")
@@ -17,3 +21,34 @@ def stack_plans() -> dict[str, PlanResult]:
 def stack_previews() -> dict[str, PlanResult]:
     """What `raytpu plan` shows for every committed stack: computed values unknown."""
     return {name: run_plan(name, STACKS_DIR, preview=True) for name in STACKS}
+
+
+def existing_cluster(args: dict[str, Any]) -> dict[str, Any]:
+    """``gcp.container.getCluster`` of a cluster that exists outside the program."""
+    name, location, project = args.get("name"), args.get("location"), args.get("project")
+    return {
+        "id": f"projects/{project}/locations/{location}/clusters/{name}",
+        "name": name, "location": location, "project": project,
+        "endpoint": "10.0.0.3",
+        "masterAuths": [{"clusterCaCertificate": _FAKE_CA}],
+        "controlPlaneEndpointsConfigs": [{"dnsEndpointConfigs": [{
+            "endpoint": f"gke-fedcba9876543210-{project}.{location}.gke.goog",
+            "allowExternalTraffic": True,
+        }]}],
+    }
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+    """The invokes a program makes; getCluster answered as for an existing cluster."""
+    made: list[tuple[str, dict[str, Any]]] = []
+    original = RecordingMocks.call
+
+    def call(self: RecordingMocks, args: Any) -> Any:
+        made.append((args.token, dict(args.args)))
+        if args.token == GET_CLUSTER:
+            return existing_cluster(dict(args.args)), []
+        return original(self, args)
+
+    monkeypatch.setattr(RecordingMocks, "call", call)
+    return made

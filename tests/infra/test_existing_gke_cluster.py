@@ -69,20 +69,6 @@ def plan_byo(args: ExistingGkeClusterArgs) -> tuple[PlanResult, dict[str, Any]]:
     return run_alone(program), seen
 
 
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
-    """The invokes the program makes."""
-    made: list[tuple[str, dict[str, Any]]] = []
-    original = RecordingMocks.call
-
-    def spy(self: RecordingMocks, args: Any) -> Any:
-        made.append((args.token, dict(args.args)))
-        return original(self, args)
-
-    monkeypatch.setattr(RecordingMocks, "call", spy)
-    return made
-
-
 def test_pools_operator_and_raycluster_without_network_or_cluster(
     calls: list[tuple[str, dict[str, Any]]],
 ) -> None:
@@ -115,7 +101,7 @@ def test_pools_operator_and_raycluster_without_network_or_cluster(
     assert doc["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
 
 
-def test_dns_endpoint_of_an_existing_cluster() -> None:
+def test_dns_endpoint_of_an_existing_cluster(calls: list[tuple[str, dict[str, Any]]]) -> None:
     _, seen = plan_byo(byo_args(dns_endpoint=True))
     cluster = yaml.safe_load(seen["kubeconfig"])["clusters"][0]["cluster"]
     assert cluster == {"server": f"https://gke-fedcba9876543210-{PROJECT}.{ZONE}.gke.goog"}
@@ -187,7 +173,9 @@ CONSUMED = ("cluster_id", "cluster_name", "location", "kubeconfig", "provider",
             "node_service_account_email", "node_service_account_member", "workload_pool")
 
 
-def test_an_existing_cluster_offers_what_a_created_one_does() -> None:
+def test_an_existing_cluster_offers_what_a_created_one_does(
+    calls: list[tuple[str, dict[str, Any]]],
+) -> None:
     made: dict[str, Any] = {}
 
     def program() -> None:

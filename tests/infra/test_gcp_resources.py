@@ -330,15 +330,7 @@ def test_engine_versions_invoke_matches_pulumi_gcp(monkeypatch: pytest.MonkeyPat
     assert results["thin"] == results["real"] and results["real"]["REGULAR"]
 
 
-def test_cluster_lookup_invoke_matches_pulumi_gcp(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[str, dict[str, Any], str]] = []
-    original = RecordingMocks.call
-
-    def spy(self: RecordingMocks, args: Any) -> Any:
-        calls.append((args.token, dict(args.args), args.provider))
-        return original(self, args)
-
-    monkeypatch.setattr(RecordingMocks, "call", spy)
+def test_cluster_lookup_invoke_matches_pulumi_gcp(calls: list[tuple[str, dict[str, Any]]]) -> None:
     results: dict[str, Any] = {}
 
     def program() -> None:

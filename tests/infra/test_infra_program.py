@@ -15,7 +15,6 @@ from infra_support import (
     CLUSTER,
     FIREWALL,
     NODE_POOL,
-    PROJECT,
     PROJECT_IAM,
     STACKS,
     raw_config,
@@ -124,7 +123,9 @@ def test_outputs_wire_components(stack_plans: dict[str, PlanResult]) -> None:
     out = stack_plans["staging"].outputs
     assert out["cluster_location"] == "us-central2-b"
     assert out["registry_url"] == "us-central2-docker.pkg.dev/raytpu-staging/raytpu"
-    assert out["image"].startswith(out["registry_url"] + "/raytpu:")
+    # Built here and named by digest in the stack's repository.
+    assert re.fullmatch(re.escape(out["registry_url"]) + r"/raytpu@sha256:[0-9a-f]{64}",
+                        out["image"])
     assert out["bucket_url"] == f"gs://{out['bucket_name']}"
     assert out["checkpoint_gsa_email"].startswith("raytpu-staging-ckpt@")
     assert out["slices"]["v4-16"]["hostsPerSlice"] == 2
@@ -154,7 +155,8 @@ def test_infra_hands_the_ray_layer_what_it_needs() -> None:
     assert len(infra.node_pools) == 3
     assert all(isinstance(r, pulumi.Resource) for r in infra.depends_on)
     assert infra.system_pool_name == "system"
-    assert infra.image == f"us-west4-docker.pkg.dev/{PROJECT}/raytpu/raytpu:latest"
+    # The build's digest reference, known once pushed (its value: test_outputs_wire_components).
+    assert isinstance(infra.image, pulumi.Output)
 
 
 def test_regional_cluster_and_existing_network() -> None:

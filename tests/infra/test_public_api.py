@@ -156,7 +156,8 @@ def test_the_comparison_sees_a_different_message() -> None:
 
 
 
-def test_the_readme_composition_example_runs() -> None:
+def test_the_readme_composition_example_runs(calls: list[tuple[str, dict[str, Any]]]) -> None:
+    """``calls`` answers the example's cluster lookup."""
     readme = (REPO / "README.md").read_text()
     section = readme[readme.index("## Using the components in your own Pulumi program"):]
     code = section[section.index("```python\n") + len("```python\n"):]

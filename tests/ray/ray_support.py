@@ -233,8 +233,13 @@ def _container(template: Mapping[str, Any]) -> dict[str, Any]:
     return dict(container)
 
 
-def semantic_problems(obj: Mapping[str, Any], cfg: StackConfig) -> list[str]:
-    """The TPU rules for a RayCluster (or a RayJob's cluster) built from ``cfg``."""
+def semantic_problems(
+    obj: Mapping[str, Any], cfg: StackConfig, image: str | None = None
+) -> list[str]:
+    """The TPU rules for a RayCluster (or a RayJob's cluster) built from ``cfg``; ``image``:
+    what every Ray container must run (default ``cfg.image``; the whole program's is the
+    digest of the image it builds)."""
+    image = image or cfg.image
     problems: list[str] = []
     spec = obj["spec"].get("rayClusterSpec", obj["spec"])
     name = obj["metadata"]["name"]
@@ -293,6 +298,6 @@ def semantic_problems(obj: Mapping[str, Any], cfg: StackConfig) -> list[str]:
             problems.append(f"{where}: overrides app.kubernetes.io/name (TPU webhook selector)")
         if t["spec"].get("serviceAccountName") != cfg.ray.service_account:
             problems.append(f"{where}: serviceAccountName != {cfg.ray.service_account}")
-        if _container(t).get("image") != cfg.image:
-            problems.append(f"{where}: image != {cfg.image}")
+        if _container(t).get("image") != image:
+            problems.append(f"{where}: image != {image}")
     return problems

@@ -88,6 +88,12 @@ def test_submit_and_launcher_agree_with_the_worker_group(
         node_type = ray_autoscaler._node_type_from_group_spec(group, is_head=False)
         assert node_type["resources"].get(f"TPU-{pod_type}-head") == 1
         assert node_type["resources"]["TPU"] == chips
+        # Scale-from-zero: the autoscaler's node type for this group carries the label the
+        # capacity request selects; Ray Train's own head reservation selects
+        # ray.io/tpu-worker-id, which no node type has before a raylet runs.
+        assert node_type["labels"].get(SLICE_GROUP_LABEL) == group_name
+        assert "ray.io/tpu-worker-id" not in node_type["labels"]
+        assert node_type["max_workers"] == group["maxReplicas"] * group["numOfHosts"]
         assert pod["nodeSelector"][ACCELERATOR_LABEL]
         # The capacity request selects exactly this group, one bundle per host.
         assert scaling["slice_group"] == group_name

@@ -38,7 +38,8 @@ def _check_plan(plan: PlanResult, validate_crd: Validate) -> int:
         assert validate_crd(obj) == [], where
         pods = [p for w, t in pod_templates(obj) for p in validate_pod(w, t)]
         assert pods == [], where
-        assert semantic_problems(obj, plan.config) == [], where
+        # The whole program's pods run the digest of the image it builds (plan output).
+        assert semantic_problems(obj, plan.config, plan.outputs.get("image")) == [], where
     return len(ray_objects)
 
 

@@ -58,7 +58,8 @@ def test_stack_declares_a_valid_raycluster(
     obj = as_object(rc.inputs)
     assert validate_crd(obj) == []
     assert [p for w, t in pod_templates(obj) for p in validate_pod(w, t)] == []
-    assert semantic_problems(obj, plan.config) == []
+    assert "@sha256:" in plan.outputs["image"]  # the stack's build, by digest
+    assert semantic_problems(obj, plan.config, plan.outputs["image"]) == []
 
 
 @pytest.mark.parametrize("stack", stack_files())
