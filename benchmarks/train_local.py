@@ -161,6 +161,15 @@ def main() -> int:
     tag = "".join(f" {f}" for f in _compile_flag(args.compile))
     results: dict[str, Any] = {"steps": args.steps, "warmup": args.warmup,
                                "compile": args.compile}
+    if args.only == "resume":
+        with tempfile.TemporaryDirectory(prefix="raytpu-bench-") as scratch:
+            results.update(resume_pair(args.fail_steps, args.compile, scratch))
+        print()
+        _verdicts(results)
+        print(f"\ntotal benchmark wall {time.perf_counter() - t0:.0f}s")
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return 0
     results["a_eager_1proc"] = steady_tokens_per_s(_in_subprocess("eager", args.steps),
                                                    args.warmup)
     _line("(a) eager PyTorch, 1 process", results["a_eager_1proc"])
