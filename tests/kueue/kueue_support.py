@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "ray"))
+from ray_support import strict_schema  # noqa: E402  one rule for what the API server prunes
+
 PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
            "LocalQueue": "localqueues", "WorkloadPriorityClass": "workloadpriorityclasses",
            "Cohort": "cohorts", "Topology": "topologies", "AdmissionCheck": "admissionchecks"}
@@ -49,19 +53,6 @@ def require_crds() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return folder
-
-
-def _strict(schema: Any) -> Any:
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _strict(v) for k, v in schema.items()}
-    if (out.get("type") == "object" and isinstance(out.get("properties"), dict)
-            and "additionalProperties" not in out
-            and not out.get("x-kubernetes-preserve-unknown-fields")):
-        out["additionalProperties"] = False
-    return out
 
 
 @functools.cache
@@ -132,7 +123,8 @@ def kueue_problems(obj: Mapping[str, Any]) -> list[str]:
     """Schema errors, and CEL errors where cel-python is installed, of one Kueue object
     (skips/fails without the CRDs)."""
     schema = _schemas(require_crds().resolve())[obj["kind"]]
-    validator = jsonschema.Draft202012Validator(_strict(schema) | {"additionalProperties": False})
+    validator = jsonschema.Draft202012Validator(
+        strict_schema(schema) | {"additionalProperties": False})
     problems = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"
                 for e in validator.iter_errors(dict(obj))]
     if _celpy() is not None:

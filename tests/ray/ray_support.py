@@ -129,13 +129,13 @@ def _missing_message(folder: Path, missing: Sequence[str]) -> str:
     )
 
 
-def _strict(schema: Any) -> Any:
+def strict_schema(schema: Any) -> Any:
     """Reject unknown fields where the API server would prune them."""
     if isinstance(schema, list):
-        return [_strict(s) for s in schema]
+        return [strict_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: _strict(v) for k, v in schema.items()}
+    out = {k: strict_schema(v) for k, v in schema.items()}
     if (
         out.get("type") == "object"
         and isinstance(out.get("properties"), dict)
@@ -168,7 +168,7 @@ def crd_validators(folder: Path) -> dict[str, Any]:
         crd = yaml.load((folder / name).read_text(), Loader=loader)
         assert crd["spec"]["names"]["kind"] == kind
         (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
-        schema = _strict(v1["schema"]["openAPIV3Schema"])
+        schema = strict_schema(v1["schema"]["openAPIV3Schema"])
         schema["properties"].pop("status", None)  # status is the operator's, never ours
         schema["additionalProperties"] = False
         validators[kind] = jsonschema.Draft202012Validator(schema)

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from ray_support import REPO, _path, _strict, as_object, raw_stack, stack_files
+from ray_support import REPO, _path, as_object, raw_stack, stack_files, strict_schema
 from raytpu import versions
 from raytpu.components.monitoring import PODMONITORING_TYPE
 from raytpu.plan import PlanResult, run_program
@@ -52,7 +52,7 @@ def _validator(folder: Path) -> jsonschema.Draft202012Validator:
     crd = yaml.safe_load((folder / GMP_FILE).read_text())
     assert crd["spec"]["names"]["kind"] == "PodMonitoring"
     (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
-    schema = _strict(v1["schema"]["openAPIV3Schema"])
+    schema = strict_schema(v1["schema"]["openAPIV3Schema"])
     schema["properties"].pop("status", None)
     schema["additionalProperties"] = False
     return jsonschema.Draft202012Validator(schema)
