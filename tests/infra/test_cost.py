@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import yaml
 from infra_support import BASE_CONFIG, REPO, STACKS_DIR, raw_config
-from raytpu import prices
-from raytpu.catalog import GENERATIONS
-from raytpu.config import ConfigError, parse_stack_config
-from raytpu.cost import cost_of
-from raytpu.plan import load_stack_file, run_plan
+from raytpu.config.stack import ConfigError
+from raytpu.config.validate import parse_stack_config
+from raytpu.facts import prices
+from raytpu.facts.catalog import GENERATIONS
+from raytpu.plan.cost import cost_of
+from raytpu.plan.engine import load_stack_file, run_plan
 
 H = prices.HOURS_PER_MONTH
 
@@ -131,7 +132,7 @@ def test_plan_json_carries_the_same_cost_and_the_summary_the_range() -> None:
 
 
 def raytpu(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "raytpu.cli", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "raytpu", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -156,7 +157,7 @@ def test_cost_cli_json_and_bad_stack(tmp_path: Path) -> None:
 
 def test_every_node_pool_and_bucket_carries_cost_allocation_labels() -> None:
     from infra_support import NODE_POOL
-    from raytpu.plan import run_program
+    from raytpu.plan.engine import run_program
 
     raw = raw_config(
         raytpu_slices=[{"name": "shared", "tpu": "v5litepod-16"},
@@ -181,8 +182,8 @@ def test_every_node_pool_and_bucket_carries_cost_allocation_labels() -> None:
 
 def test_bad_label_is_refused_before_anything_is_declared() -> None:
     from infra_support import refused_alone
-    from raytpu.catalog import slice_shape
     from raytpu.components import TpuSlicePool, TpuSlicePoolArgs
+    from raytpu.facts.catalog import slice_shape
 
     (err,) = refused_alone(lambda: TpuSlicePool("p", TpuSlicePoolArgs(
         shape=slice_shape("v5litepod-4"), cluster="c", zone="us-west4-a",
