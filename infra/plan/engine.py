@@ -194,6 +194,20 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
     return out
 
 
+def _unknown_inside(inputs: dict[str, Any], computed: dict[str, Any],
+                    nested: bool = False) -> dict[str, Any]:
+    """``inputs`` plus UNKNOWN for every key the provider adds inside an input object
+    (top-level keys it adds are left out: absent outputs of a preview are unknown)."""
+    out = dict(inputs)
+    for key, value in computed.items():
+        if key not in inputs:
+            if nested:
+                out[key] = UNKNOWN
+        elif isinstance(value, dict) and isinstance(inputs[key], dict):
+            out[key] = _unknown_inside(inputs[key], value, nested=True)
+    return out
+
+
 class RecordingMocks(Mocks):
     """``pulumi.runtime.Mocks`` that answer invokes and, for a resource, return its inputs
     (``preview``: as a provider plans a create; its id and computed outputs unknown) or
@@ -208,7 +222,11 @@ class RecordingMocks(Mocks):
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
         self.inputs[(args.typ, args.name)] = args.inputs
         if self.preview:
-            return "", _plain(args.inputs)  # an empty id is an unknown one
+            # An empty id is an unknown one; computed outputs the inputs lack are unknown
+            # too, and so is a value the provider computes inside an input object (the
+            # cluster's dnsEndpointConfig.endpoint): the fakes below say which those are.
+            computed = _fake_outputs(args.typ, args.name, args.inputs, self.project)
+            return "", _unknown_inside(_plain(args.inputs), computed)
         outputs = _fake_outputs(args.typ, args.name, args.inputs, self.project)
         return outputs.get("id") or f"{args.name}-id", outputs
 
