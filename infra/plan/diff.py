@@ -28,7 +28,7 @@ from raytpu.facts.replacements import CLUSTER_TYPE, NODE_POOL_TYPE, TPU_MACHINE_
 from raytpu.plan.cost import money_span
 from raytpu.plan.engine import PlannedResource, PlanResult
 from raytpu.plan.policies import Violation
-from raytpu.plan.render import policy_lines
+from raytpu.plan.render import policy_lines, render_warnings
 from raytpu.plan.values import (
     SECRET_TEXT,
     UNKNOWN_TEXT,
@@ -337,12 +337,14 @@ def diff_lines(diff: PlanDiff) -> list[tuple[str, str]]:
 
 
 def render_diff(diff: PlanDiff, violations: Sequence[Violation] | None = None,
-                console: Console | None = None) -> None:
-    """The human diff; the policy results (``violations``, None: off) before its summary."""
+                console: Console | None = None, warnings: Sequence[str] = ()) -> None:
+    """The human diff; the warnings and the policy results (``violations``, None: off)
+    before its summary."""
     console = console or Console()
     lines = diff_lines(diff)
     for text, style in lines[:-1]:
         console.print(Text(text, style=style), overflow="fold")
+    render_warnings(console, warnings)
     if violations is not None:
         for line in policy_lines(violations):
             console.print(line, overflow="fold")
