@@ -23,9 +23,8 @@ import gc
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-import click
 import typer
 from raytpu.cli.fleet import cost_command, status_command
 from raytpu.cli.options import StackOpt, StacksDirOpt
@@ -37,7 +36,8 @@ class _WholeHelpGroup(TyperGroup):
     """Lists each command with its first sentence whole, wrapped (click cuts it to the
     width left on the line and ends it with "...")."""
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    # Any: typer 0.29 vendors its own click (typer._click), whose types are private.
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
         rows = []
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)

@@ -169,7 +169,8 @@ def _segments(path: str) -> list[str]:
     syntax (``ignoreChanges``) and this module's paths alike; a path inside a JSON string
     input (``dashboardJson:...``) is one segment after its input's."""
     head, sep, inner = path.partition(":")
-    out, pos = [], 0
+    out: list[str] = []
+    pos = 0
     while pos < len(head):
         m = _SEGMENT.match(head, pos)
         if m is None or m.end() == pos:
