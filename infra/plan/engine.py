@@ -19,6 +19,7 @@ API server would accept. That second layer is ``pulumi preview`` in CI.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import hashlib
 import json
 from collections.abc import Callable
@@ -305,6 +306,33 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
 # Stack files and the run
 
 
+class SerialExecutor(concurrent.futures.ThreadPoolExecutor):
+    """The event loop's default executor during a plan: each call runs to completion before
+    ``submit`` returns, one at a time, in submission order.
+
+    The SDK sends every registration and invoke through ``loop.run_in_executor(None, ...)``;
+    with the default thread pool the mocked RPCs finish in thread-scheduling order, so the
+    order of registrations (the plan tree, ``--json``'s ``resources[]``, the manifests) and
+    which resource's outputs resolve first changed from run to run. Waiting here hands each
+    result back to the loop in submission order, so the same program registers the same
+    resources in the same order every run. The call still runs on a worker thread: the mock
+    monitor pumps an event loop of its own there, which it could not do on the loop's thread.
+    The mocks are CPU-bound under the GIL, so nothing is lost to the wait.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="raytpu-plan-rpc")
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+               ) -> concurrent.futures.Future[Any]:
+        future = super().submit(fn, *args, **kwargs)
+        concurrent.futures.wait([future])
+        return future
+
+
+_SERIAL = SerialExecutor()
+
+
 def _as_pulumi_config(raw: dict[str, Any]) -> dict[str, str]:
     """Pulumi hands programs config as strings; objects and lists as JSON."""
     out = {}
@@ -325,6 +353,7 @@ def run_program(
     import pulumi
     from google.protobuf import json_format
     from pulumi.runtime import rpc, settings
+    from pulumi.runtime.sync_await import _ensure_event_loop
 
     cfg = parse_stack_config(stack, raw)
 
@@ -333,6 +362,8 @@ def run_program(
 
         program = declare
 
+    # The loop the SDK's ``pulumi.runtime.test`` runs on (one per thread, kept across runs).
+    _ensure_event_loop().set_default_executor(_SERIAL)
     mocks = RecordingMocks(cfg.project, preview=preview)
     records: list[PlannedResource] = []
     monitor = _make_monitor(mocks, records)
