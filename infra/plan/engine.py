@@ -19,7 +19,6 @@ API server would accept. That second layer is ``pulumi preview`` in CI.
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import hashlib
 import json
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from raytpu.config.stack import ConfigError, StackConfig
 from raytpu.config.validate import parse_stack_config, stack_warnings
 from raytpu.facts.urns import STACK_TYPE, qualified_type, resource_urn
 from raytpu.plan.cost import cost_of
+from raytpu.plan.inline_rpc import InlineExecutor, InlineMockMonitor, without_source_positions
 from raytpu.plan.values import presented, reveal
 
 PROJECT = "raytpu"
@@ -241,11 +241,10 @@ class RecordingMocks(Mocks):
 
 def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
     from pulumi import get_project, get_stack
-    from pulumi.runtime.mocks import MockMonitor
 
     real_urns: dict[str, str] = {}  # the mocks' URN -> the engine's
 
-    class RecordingMonitor(MockMonitor):
+    class RecordingMonitor(InlineMockMonitor):
         """Captures each registration with its options; refuses duplicate URNs."""
 
         def RegisterResource(self, request: Any) -> Any:
@@ -306,31 +305,7 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
 # Stack files and the run
 
 
-class SerialExecutor(concurrent.futures.ThreadPoolExecutor):
-    """The event loop's default executor during a plan: each call runs to completion before
-    ``submit`` returns, one at a time, in submission order.
-
-    The SDK sends every registration and invoke through ``loop.run_in_executor(None, ...)``;
-    with the default thread pool the mocked RPCs finish in thread-scheduling order, so the
-    order of registrations (the plan tree, ``--json``'s ``resources[]``, the manifests) and
-    which resource's outputs resolve first changed from run to run. Waiting here hands each
-    result back to the loop in submission order, so the same program registers the same
-    resources in the same order every run. The call still runs on a worker thread: the mock
-    monitor pumps an event loop of its own there, which it could not do on the loop's thread.
-    The mocks are CPU-bound under the GIL, so nothing is lost to the wait.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(max_workers=1, thread_name_prefix="raytpu-plan-rpc")
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
-               ) -> concurrent.futures.Future[Any]:
-        future = super().submit(fn, *args, **kwargs)
-        concurrent.futures.wait([future])
-        return future
-
-
-_SERIAL = SerialExecutor()
+_INLINE = InlineExecutor()  # see raytpu.plan.inline_rpc
 
 
 def _as_pulumi_config(raw: dict[str, Any]) -> dict[str, str]:
@@ -363,7 +338,7 @@ def run_program(
         program = declare
 
     # The loop the SDK's ``pulumi.runtime.test`` runs on (one per thread, kept across runs).
-    _ensure_event_loop().set_default_executor(_SERIAL)
+    _ensure_event_loop().set_default_executor(_INLINE)
     mocks = RecordingMocks(cfg.project, preview=preview)
     records: list[PlannedResource] = []
     monitor = _make_monitor(mocks, records)
@@ -390,7 +365,8 @@ def run_program(
         return _capture(dict(root.outputs))  # type: ignore[attr-defined]
 
     try:
-        _run()
+        with without_source_positions():
+            _run()
     except (PlanError, ConfigError):
         raise
     except Exception as e:  # surface our errors raised inside the engine's threads

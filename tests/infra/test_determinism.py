@@ -2,8 +2,8 @@
 
 Each run is a separate interpreter with its own ``PYTHONHASHSEED`` (set iteration order,
 object addresses, thread timing all differ between them), so an order that depends on any
-of those shows up as a difference here. Before the plan's RPCs were serialised
-(:class:`raytpu.plan.engine.SerialExecutor`) the resources of ``prod`` came out in a
+of those shows up as a difference here. Before the plan's RPCs ran inline
+(:mod:`raytpu.plan.inline_rpc`) the resources of ``prod`` came out in a
 different order nearly every run.
 """
 
