@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from raytpu.config.stack import SliceGroupConfig, StackConfig, TeamConfig
+    from raytpu.plan.tables import PlanTable
+    from rich.console import Console
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 RAY_CLUSTER_LABEL = "ray.io/cluster"
@@ -100,8 +102,9 @@ def _group_view(s: SliceGroupConfig, nodes_by_pool: dict[str, list[Any]],
         "name": s.name,
         "tpu": s.shape.accelerator_type,
         "hosts_per_slice": hosts,
-        "slices": {"expected": expected_slices, "max": s.max_slices,
-                   "nodes_ready": slices_ready, "ray_running": slices_running},
+        "slices": {"min": s.min_slices, "count": s.initial_slices, "max": s.max_slices,
+                   "expected": expected_slices, "nodes_ready": slices_ready,
+                   "ray_running": slices_running},
         "node_pools": pools,
         "ray_slices": replicas,
         "healthy": slices_ready >= expected_slices and slices_running >= expected_slices,
@@ -296,41 +299,54 @@ def connect(stack: str, kubeconfig: Path | None, context: str | None) -> tuple[A
 
 
 def _mark(ok: bool) -> str:
-    return "[green]ok[/]" if ok else "[red]degraded[/]"
+    return "ok" if ok else "degraded"
 
 
-def render_status(view: dict[str, Any], source: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def status_tables(view: dict[str, Any]) -> list[PlanTable]:
+    """The slice groups (and teams) as the plan's tables: rendered whole at any width."""
+    from raytpu.plan.tables import PlanTable
 
-    console = Console()
-    rc = view["ray_cluster"]
-    console.print(f"[bold]stack {view['stack']}[/] (cluster {view['cluster']}, via {source}): "
-                  + _mark(view["healthy"]))
-    if rc is None:
-        console.print("[red]RayCluster not found[/]")
-    else:
-        console.print(f"RayCluster {rc['namespace']}/{rc['name']}: state {rc['state']}, "
-                      f"workers ready {rc['ready_workers']}/{rc['desired_workers']}")
-    table = Table(title="slice groups")
-    for header in ("group", "tpu", "slices up\nnodes | Ray", "node pools\n(Ready)",
-                   "Ray slices\n(Running)", ""):
-        table.add_column(header, no_wrap=True)
+    rows = []
     for g in view["groups"]:
         s = g["slices"]
-        pools = "\n".join(f"{p['name']} {p['ready']}/{p['expected']}" for p in g["node_pools"])
-        replicas = "\n".join(f"#{r['replica']} {r['running']}/{r['hosts']}"
-                              for r in g["ray_slices"]) or "-"
-        table.add_row(g["name"], g["tpu"],
-                      f"{s['nodes_ready']} | {s['ray_running']} of {s['expected']}",
-                      pools, replicas, _mark(g["healthy"]))
-    console.print(table)
+        pools = ", ".join(f"{p['name']} {p['ready']}/{p['expected']}" for p in g["node_pools"])
+        replicas = ", ".join(f"#{r['replica']} {r['running']}/{r['hosts']}"
+                             for r in g["ray_slices"]) or "-"
+        scaling = str(s["min"]) if s["min"] == s["max"] else f"{s['min']}..{s['max']}"
+        rows.append([g["name"], g["tpu"], scaling, str(s["count"]),
+                     f"{s['nodes_ready']} | {s['ray_running']} of {s['expected']}",
+                     pools, replicas, _mark(g["healthy"])])
+    tables = [PlanTable("slice groups", [
+        "group", "tpu", "slices min..max", "count", "slices up (nodes | Ray)",
+        "node pools (Ready)", "Ray slices (Running)", "health"], rows)]
     if view["teams"]:
-        teams = Table("team", "admitted", "pending", "TPU chips used / nominal", title="teams")
+        team_rows = []
         for t in view["teams"]:
             q = t["cluster_queue"]
             quota = (f"{q['tpu_chips']['used']} / {q['tpu_chips']['nominal']}" if q
                      else "no ClusterQueue")
-            teams.add_row(t["name"], str(t["workloads"]["admitted"]),
-                          str(t["workloads"]["pending"]), quota)
-        console.print(teams)
+            team_rows.append([t["name"], str(t["workloads"]["admitted"]),
+                              str(t["workloads"]["pending"]), quota])
+        tables.append(PlanTable("teams", ["team", "admitted", "pending",
+                                          "TPU chips used / nominal"], team_rows))
+    return tables
+
+
+def render_status(view: dict[str, Any], source: str, console: Console | None = None) -> None:
+    from raytpu.plan.render import render_table
+    from rich.console import Console
+    from rich.text import Text
+
+    console = console or Console()
+    rc = view["ray_cluster"]
+    head = Text(f"stack {view['stack']}", style="bold")
+    head.append(f" (cluster {view['cluster']}, via {source}): ")
+    head.append(_mark(view["healthy"]), style="green" if view["healthy"] else "red")
+    console.print(head)
+    if rc is None:
+        console.print(Text("RayCluster not found", style="red"))
+    else:
+        console.print(Text(f"RayCluster {rc['namespace']}/{rc['name']}: state {rc['state']}, "
+                           f"workers ready {rc['ready_workers']}/{rc['desired_workers']}"))
+    for table in status_tables(view):
+        render_table(console, table)

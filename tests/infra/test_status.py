@@ -204,7 +204,8 @@ def test_partly_failed_slice_is_degraded_and_located(world: Any) -> None:
     pod16 = groups["pod16"]
     assert [(p["name"], p["ready"], p["nodes"], p["expected"]) for p in pod16["node_pools"]] == [
         ("pod16-0", 4, 4, 4), ("pod16-1", 3, 4, 4)]
-    assert pod16["slices"] == {"expected": 2, "max": 2, "nodes_ready": 1, "ray_running": 1}
+    assert pod16["slices"] == {"min": 2, "count": 2, "max": 2, "expected": 2, "nodes_ready": 1,
+                               "ray_running": 1}
     assert [(r["replica"], r["running"], r["pods"]) for r in pod16["ray_slices"]] == [
         ("0", 4, 4), ("1", 3, 4)]
     assert pod16["healthy"] is False
