@@ -45,6 +45,18 @@ class StatusError(Exception):
     """The cluster could not be reached or read (one sentence for the user)."""
 
 
+class NoKubeconfig(StatusError):
+    """No credentials were found at all: the message says how to get them."""
+
+
+def credentials_hint(cfg: StackConfig) -> str:
+    """What to do when no kubeconfig names the cluster (README "Reaching the control plane")."""
+    flag = " --dns-endpoint" if cfg.cluster.dns_endpoint else ""
+    return (f"pass --kubeconfig FILE, or fetch credentials with `gcloud container clusters "
+            f"get-credentials {cfg.cluster.name} --location {cfg.cluster_location} "
+            f"--project {cfg.project}{flag}`")
+
+
 class ClusterReader(Protocol):
     """What ``raytpu status`` reads; objects as the ``kubernetes`` client returns them
     (models for core kinds, dicts for custom resources)."""
@@ -292,7 +304,7 @@ def connect(stack: str, kubeconfig: Path | None, context: str | None) -> tuple[A
                         f"pulumi stack output kubeconfig (stack {stack})")
         return kube_config.new_client_from_config(context=context), "the current kubectl context"
     except Exception as e:  # ConfigException, missing file, bad YAML
-        raise StatusError(f"no usable kubeconfig: {e}") from None
+        raise NoKubeconfig(f"no usable kubeconfig ({e})") from None
 
 
 # -- the command --------------------------------------------------------------------------

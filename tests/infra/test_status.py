@@ -276,6 +276,11 @@ def test_cli_without_a_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
         env={**os.environ, "KUBECONFIG": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"})
     assert empty.returncode == 1 and "no usable kubeconfig" in empty.stderr
     assert "Traceback" not in empty.stderr
+    # It says what to do, in its one line: the flag, or the gcloud call for this stack.
+    (line,) = empty.stderr.splitlines()
+    assert line.endswith("; pass --kubeconfig FILE, or fetch credentials with `gcloud "
+                         "container clusters get-credentials raytpu-dev --location us-west4-a "
+                         "--project raytpu-dev --dns-endpoint`"), line
 
 
 def test_plan_does_not_import_the_kubernetes_client() -> None:
