@@ -28,7 +28,7 @@ def cost_table(cost: dict[str, Any]) -> PlanTable:
                      _money(g["hourly"]["count"]), _money(g["monthly"]["count"]),
                      money_span(g["monthly"])])
     sp = cost["system_pool"]
-    rows.append(["system", sp["machine_type"], "-", f"{_span(sp['nodes'])} VMs",
+    rows.append([sp["name"], sp["machine_type"], "-", f"{_span(sp['nodes'])} VMs",
                  str(sp["nodes"]["count"]), sp["capacity"], "-", _money(sp["hourly"]["count"]),
                  _money(sp["monthly"]["count"]), money_span(sp["monthly"])])
     total = cost["total"]

@@ -10,7 +10,7 @@ from raytpu.config.teams import cluster_queue_name, team_namespace
 from raytpu.plan.objects import objects
 from raytpu.plan.ray_tables import charts_under
 from raytpu.plan.tables import PlanTable
-from raytpu.program.kueue_program import flavor_name, queues_args
+from raytpu.program.kueue_program import queues_args
 
 if TYPE_CHECKING:
     from raytpu.plan.engine import PlanResult
@@ -30,7 +30,7 @@ def team_tables(result: PlanResult) -> list[PlanTable]:
     planned = objects(result)
     queues = {o["metadata"]["name"]: o for o in planned if o["kind"] == "ClusterQueue"}
     local = {o["metadata"]["namespace"]: o for o in planned if o["kind"] == "LocalQueue"}
-    shape_of = {flavor_name(s.shape): s.shape for s in cfg.slices}
+    shape_of = {s.group.flavor_name: s.shape for s in cfg.slices}
     team_rows, quota_rows = [], []
     for t in cfg.teams:
         ns = team_namespace(t.name)

@@ -22,7 +22,8 @@ import pytest
 import yaml
 from infra_support import NODE_POOL, REPO, raw_config
 from raytpu.config.stack import StackConfig
-from raytpu.operations.status import NODEPOOL_LABEL, StatusError, fleet_status
+from raytpu.facts.names import NODEPOOL_LABEL
+from raytpu.operations.status import StatusError, fleet_status
 from raytpu.plan.engine import PlanResult, run_program
 from raytpu.plan.objects import to_manifest
 
