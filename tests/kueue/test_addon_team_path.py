@@ -54,3 +54,25 @@ def test_helm_mode_has_no_addon_warnings() -> None:
     staging = run_plan("staging", STACKS)
     assert staging.config.kuberay.mode == "helm"
     assert not [w for w in staging.warnings if "hosted operator" in w or "PodSecurity" in w]
+
+
+@pytest.mark.parametrize("team", ["vision", "speech"])
+def test_each_team_namespace_is_scraped(prod: PlanResult, team: str) -> None:
+    # L-4: team RayJob clusters have generated names: the PodMonitoring selects every Ray
+    # pod of the namespace, on the port its NetworkPolicy opens to the GMP collectors.
+    (pm,) = [o for o in objects(prod) if o["kind"] == "PodMonitoring"
+             and o["metadata"]["namespace"] == team]
+    assert pm["spec"]["selector"]["matchLabels"] == {"ray.io/is-ray-node": "yes"}
+    (endpoint,) = pm["spec"]["endpoints"]
+    metrics = _policies(prod, team)["raytpu-ray-metrics"]
+    ports = {p["port"] for rule in metrics["spec"]["ingress"] for p in rule.get("ports", [])}
+    assert endpoint["port"] == "metrics" and 8080 in ports
+
+
+def test_ray_objects_wait_for_kueue_webhooks(prod: PlanResult) -> None:
+    # L-5: Kueue registers its RayCluster webhook (failurePolicy: Fail) when its chart
+    # installs, before the add-on's CRDs exist (KQ v0.19.2 jobframework/setup.go:85-100): the
+    # stack's RayCluster waits for the chart, so the first `up` is not refused.
+    (chart,) = [r for r in prod.by_type("kubernetes:helm.sh/v4:Chart") if r.name == "kueue"]
+    (rc,) = prod.by_type("kubernetes:ray.io/v1:RayCluster")
+    assert chart.urn in rc.options["dependsOn"]
