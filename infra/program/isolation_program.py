@@ -167,7 +167,7 @@ def build_teams(
                 metadata={"name": "raytpu-ray", "namespace": ns,
                           "labels": {"app.kubernetes.io/part-of": "raytpu"}},
                 spec=ray_pod_monitoring_spec(None, port=METRICS_PORT),
-                opts=pulumi.ResourceOptions(providers=providers, depends_on=[access.namespace]))
+                opts=pulumi.ResourceOptions(parent=access, depends_on=[access.namespace]))
         namespaces.append(access.namespace)
         viewers.update({m: access for m in team.members if m not in viewers})
         out[team.name] = {
