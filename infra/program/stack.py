@@ -188,29 +188,26 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         raise ConfigError(problems)
     infra = build_infra(cfg)
     outputs = infra_outputs(cfg, infra)
+    outputs |= build_ray(
+        cfg,
+        provider=infra.provider,
+        gsa_email=infra.checkpoint_gsa_email,
+        depends_on=infra.depends_on,
+        operator_depends_on=infra.operator_depends_on,
+        system_pool=infra.system_pool_name,
+        tpu_pools=infra.tpu_pool_labels,
+        image=infra.image,
+    )
     # Teams: namespaces, identities, RBAC and NetworkPolicy; Kueue on the system pool (never
     # waiting on TPU pools) and the team queues in those namespaces.
     team_namespaces, team_outputs = build_teams(
         cfg, provider=infra.provider, cluster=infra.cluster.cluster,
         stack_bucket=infra.checkpoint_bucket, gcp_options=infra.api_options,
         labels=stack_labels(cfg))
-    kueue_outputs, kueue_ready = build_kueue(
+    outputs |= team_outputs
+    kueue_outputs, _ = build_kueue(
         cfg, provider=infra.provider, depends_on=infra.operator_depends_on,
         queues_depend_on=team_namespaces, system_pool=infra.system_pool_name)
-    # Kueue's RayCluster/RayJob webhooks (failurePolicy: Fail) are registered as soon as its
-    # chart installs: the stack's RayCluster and RayJobs wait until they are served, or the
-    # first `up` can be refused (KQ v0.19.2 pkg/controller/jobframework/setup.go:85-100).
-    outputs |= build_ray(
-        cfg,
-        provider=infra.provider,
-        gsa_email=infra.checkpoint_gsa_email,
-        depends_on=[*infra.depends_on, *kueue_ready],
-        operator_depends_on=infra.operator_depends_on,
-        system_pool=infra.system_pool_name,
-        tpu_pools=infra.tpu_pool_labels,
-        image=infra.image,
-    )
-    outputs |= team_outputs
     outputs |= kueue_outputs
     outputs |= build_monitoring(cfg, stack_labels(cfg), infra.api_options)
     return outputs

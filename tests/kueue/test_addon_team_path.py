@@ -1,5 +1,5 @@
-"""Prod's team path in GKE add-on mode (fidelity-findings.md "Second review", M-1, L-4, L-5,
-L-6): what the hosted operator needs to reach, what the first `up` must wait for, what the
+"""Prod's team path in GKE add-on mode (fidelity-findings.md "Second review", M-1, L-4,
+L-6): what the hosted operator needs to reach, what each team namespace scrapes, what the
 warnings must say."""
 
 from __future__ import annotations
@@ -68,11 +68,3 @@ def test_each_team_namespace_is_scraped(prod: PlanResult, team: str) -> None:
     ports = {p["port"] for rule in metrics["spec"]["ingress"] for p in rule.get("ports", [])}
     assert endpoint["port"] == "metrics" and 8080 in ports
 
-
-def test_ray_objects_wait_for_kueue_webhooks(prod: PlanResult) -> None:
-    # L-5: Kueue registers its RayCluster webhook (failurePolicy: Fail) when its chart
-    # installs, before the add-on's CRDs exist (KQ v0.19.2 jobframework/setup.go:85-100): the
-    # stack's RayCluster waits for the chart, so the first `up` is not refused.
-    (chart,) = [r for r in prod.by_type("kubernetes:helm.sh/v4:Chart") if r.name == "kueue"]
-    (rc,) = prod.by_type("kubernetes:ray.io/v1:RayCluster")
-    assert chart.urn in rc.options["dependsOn"]
