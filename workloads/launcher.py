@@ -155,35 +155,45 @@ class RayHooks:
         self._last_send = 0.0
         self._attempt = 0
 
-    def begin_attempt(self) -> tuple[int, bool]:
+    def _broadcast(self, value: tuple[int, bool] | None) -> tuple[int, bool]:
+        """Rank 0's value on every rank (over the gloo group the backend formed)."""
         import torch.distributed as dist
 
-        box: list[Any] = [None]
-        if self._rank == 0:
-            box[0] = ray.get(self._sink.begin_attempt.remote())
-        dist.broadcast_object_list(box, src=0)  # one number for the whole worker group
-        attempt, first = box[0]
+        box: list[Any] = [value]
+        dist.broadcast_object_list(box, src=0)
+        out: tuple[int, bool] = box[0]
+        return out
+
+    def _read(self, directory: Path) -> dict[str, Any]:
+        from .trainer import read_checkpoint
+
+        return read_checkpoint(directory)
+
+    def _write(self, directory: Path, state: dict[str, Any]) -> None:
+        from .trainer import write_checkpoint
+
+        write_checkpoint(directory, state)
+
+    def begin_attempt(self) -> tuple[int, bool]:
+        mine = ray.get(self._sink.begin_attempt.remote()) if self._rank == 0 else None
+        attempt, first = self._broadcast(mine)  # one number for the whole worker group
         self._attempt = int(attempt)
         return self._attempt, bool(first)
 
     def restore(self) -> dict[str, Any] | None:
-        from .trainer import read_checkpoint
-
         checkpoint = ray.train.get_checkpoint()
         if checkpoint is None:
             return None
         with checkpoint.as_directory() as d:
-            return read_checkpoint(Path(d))
+            return self._read(Path(d))
 
     def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
-        from .trainer import write_checkpoint
-
         name = f"checkpoint_step{step:07d}_{time.strftime('%Y%m%d-%H%M%S')}"
         if state is None:
             ray.train.report(metrics, checkpoint_dir_name=name)
             return
         with tempfile.TemporaryDirectory(prefix="raytpu-ckpt-") as d:
-            write_checkpoint(Path(d), state)
+            self._write(Path(d), state)
             ray.train.report(
                 metrics, checkpoint=Checkpoint.from_directory(d), checkpoint_dir_name=name
             )
@@ -239,7 +249,7 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     ident = host_identity(os.environ, shape, real_tpu=real_tpu, num_slices=cfg.slices)
     if world != ident.num_hosts:
         raise TpuEnvError(f"{world} Ray workers for {ident.num_hosts} TPU hosts")
-    par = make_parallelism(cfg.slices)
+    par = make_parallelism(cfg.slices, fsdp=cfg.use_fsdp)
     data_index = ident.data_index
     if isinstance(par, SpmdDataParallel):
         import torch_xla.runtime as xr
@@ -254,7 +264,9 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     indices: list[Any] = [None] * world
     dist.all_gather_object(indices, data_index)
     check_host_indices(indices)
-    basis = MfuBasis.for_run(cfg.model, shape, cfg.slices, simulated=not real_tpu)
+    basis = MfuBasis.for_run(cfg.architecture(), shape, cfg.slices, simulated=not real_tpu,
+                             seq_len=cfg.model.seq_len, processes=world,
+                             global_devices=par.global_devices)
     place = HostPlace(data_index=data_index, num_hosts=ident.num_hosts, rank=rank)
     train(cfg, par, RayHooks(config["sink"], rank), place, basis)
 
@@ -302,19 +314,29 @@ def launch(
     writer = writer or MetricsWriter(
         Path(opts.metrics_out) if opts.metrics_out else None, cfg.steps, opts.progress
     )
-    trainer = DataParallelTrainer(
-        ray_train_loop,
+    common: dict[str, Any] = dict(
         train_loop_config={"train": cfg.to_dict(), "sink": sink},
-        backend_config=TpuGlooConfig(num_slices=cfg.slices),
         scaling_config=ScalingConfig(**scaling.scaling_config_kwargs()),
-        # Ray annotates this parameter with the v1 RunConfig; v2 requires the v2 class.
-        run_config=RunConfig(  # type: ignore[arg-type]
+        run_config=RunConfig(
             name=opts.run_name,
             storage_path=opts.storage_path,
             failure_config=FailureConfig(max_failures=opts.max_failures),
             checkpoint_config=CheckpointConfig(num_to_keep=2),
         ),
     )
+    trainer: DataParallelTrainer
+    if cfg.framework == "jax":
+        # JaxTrainer's backend runs jax.distributed.initialize on every worker (and the
+        # MEGASCALE_* variables of multislice runs) before the loop starts.
+        from ray.train.v2.jax import JaxTrainer
+
+        from .jax_launch import ray_jax_loop
+
+        trainer = JaxTrainer(ray_jax_loop, **common)
+    else:
+        trainer = DataParallelTrainer(
+            ray_train_loop, backend_config=TpuGlooConfig(num_slices=cfg.slices), **common
+        )
 
     stop = threading.Event()
     errors: list[BaseException] = []
