@@ -100,7 +100,7 @@ def write_stacks(folder: Path) -> None:
 
 def raytpu_command() -> list[str]:
     script = Path(sys.executable).with_name("raytpu")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "raytpu.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "raytpu"]
 
 
 def check_plan(stdout: str, n: int) -> None:
@@ -142,7 +142,7 @@ def import_report(cmd: list[str], cwd: Path, top: int = 12) -> list[tuple[str, f
     """Cumulative import time per top-level package (``python -X importtime``)."""
     proc = subprocess.run([sys.executable, "-X", "importtime", *cmd[1:]] if cmd[0] ==
                           sys.executable else [sys.executable, "-X", "importtime", "-m",
-                                               "raytpu.cli", *cmd[1:]],
+                                               "raytpu.cli.app", *cmd[1:]],
                           cwd=cwd, capture_output=True, text=True, check=False)
     totals: dict[str, float] = {}
     for line in proc.stderr.splitlines():

@@ -61,7 +61,7 @@ def steady_tokens_per_s(records: list[dict[str, Any]], warmup: int) -> float:
 def single_process(kind: str, steps: int, compile: bool | None) -> list[dict[str, Any]]:
     """(a)/(b): the trainer in this process; ``kind`` is eager or xla."""
     from no_ray import InProcessHooks
-    from raytpu.catalog import slice_shape
+    from raytpu.facts.catalog import slice_shape
     from raytpu.workloads.metrics import MfuBasis
     from raytpu.workloads.trainer import HostPlace, make_parallelism, train
 

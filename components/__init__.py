@@ -3,56 +3,55 @@
 The public API is ``__all__``: every component with its typed Args (frozen dataclasses whose
 fields are documented and validated on construction, so a composed program is refused with
 the messages a stack file gets), plus the value types the Args take. A TPU slice's shape
-comes from the catalog: ``raytpu.catalog.slice_shape("v5litepod-16")``.
+comes from the catalog: ``raytpu.facts.catalog.slice_shape("v5litepod-16")``.
 
 One re-export per line (``X as X`` marks it public for ruff and mypy).
 """
 
-from raytpu.catalog import SliceShape as SliceShape
-from raytpu.catalog import slice_shape as slice_shape
-
-from .existing_gke_cluster import ExistingGkeCluster as ExistingGkeCluster
-from .existing_gke_cluster import ExistingGkeClusterArgs as ExistingGkeClusterArgs
-from .gke_cluster import GkeCluster as GkeCluster
-from .gke_cluster_args import AuthorizedNetwork as AuthorizedNetwork
-from .gke_cluster_args import GkeClusterArgs as GkeClusterArgs
-from .gke_cluster_args import SystemPoolArgs as SystemPoolArgs
-from .kuberay_operator import KubeRayOperator as KubeRayOperator
-from .kuberay_operator import KubeRayOperatorArgs as KubeRayOperatorArgs
-from .kueue import Kueue as Kueue
-from .kueue import KueueArgs as KueueArgs
-from .kueue_queues import HostQuota as HostQuota
-from .kueue_queues import KueueQueues as KueueQueues
-from .kueue_queues import KueueQueuesArgs as KueueQueuesArgs
-from .kueue_queues import TeamQueue as TeamQueue
-from .kueue_queues import TpuFlavor as TpuFlavor
-from .kueue_queues import TpuQuota as TpuQuota
-from .monitoring import FleetMonitoring as FleetMonitoring
-from .monitoring import FleetMonitoringArgs as FleetMonitoringArgs
-from .monitoring import MonitoredSliceGroup as MonitoredSliceGroup
-from .monitoring import PodMonitoring as PodMonitoring
-from .network import ExistingNetwork as ExistingNetwork
-from .network import Network as Network
-from .network import NetworkArgs as NetworkArgs
-from .network_policy import OperatorPeer as OperatorPeer
-from .network_policy import RayNetworkPolicies as RayNetworkPolicies
-from .network_policy import RayNetworkPoliciesArgs as RayNetworkPoliciesArgs
-from .project_services import ProjectServices as ProjectServices
-from .project_services import ProjectServicesArgs as ProjectServicesArgs
-from .registry import ImageRegistry as ImageRegistry
-from .registry import ImageRegistryArgs as ImageRegistryArgs
-from .registry import TrainerImage as TrainerImage
-from .registry import TrainerImageArgs as TrainerImageArgs
-from .storage import CheckpointStorage as CheckpointStorage
-from .storage import CheckpointStorageArgs as CheckpointStorageArgs
-from .team_access import TeamAccess as TeamAccess
-from .team_access import TeamAccessArgs as TeamAccessArgs
-from .tpu_ray_cluster import TpuRayCluster as TpuRayCluster
-from .tpu_ray_cluster import TpuRayClusterArgs as TpuRayClusterArgs
-from .tpu_ray_cluster import TpuWorkerGroup as TpuWorkerGroup
-from .tpu_slice_pool import SliceAutoscaling as SliceAutoscaling
-from .tpu_slice_pool import TpuSlicePool as TpuSlicePool
-from .tpu_slice_pool import TpuSlicePoolArgs as TpuSlicePoolArgs
+from raytpu.components.existing_gke_cluster import ExistingGkeCluster as ExistingGkeCluster
+from raytpu.components.existing_gke_cluster import ExistingGkeClusterArgs as ExistingGkeClusterArgs
+from raytpu.components.gke_cluster import GkeCluster as GkeCluster
+from raytpu.components.gke_cluster_args import AuthorizedNetwork as AuthorizedNetwork
+from raytpu.components.gke_cluster_args import GkeClusterArgs as GkeClusterArgs
+from raytpu.components.gke_cluster_args import SystemPoolArgs as SystemPoolArgs
+from raytpu.components.kuberay_operator import KubeRayOperator as KubeRayOperator
+from raytpu.components.kuberay_operator import KubeRayOperatorArgs as KubeRayOperatorArgs
+from raytpu.components.kueue import Kueue as Kueue
+from raytpu.components.kueue import KueueArgs as KueueArgs
+from raytpu.components.kueue_queues import HostQuota as HostQuota
+from raytpu.components.kueue_queues import KueueQueues as KueueQueues
+from raytpu.components.kueue_queues import KueueQueuesArgs as KueueQueuesArgs
+from raytpu.components.kueue_queues import TeamQueue as TeamQueue
+from raytpu.components.kueue_queues import TpuFlavor as TpuFlavor
+from raytpu.components.kueue_queues import TpuQuota as TpuQuota
+from raytpu.components.monitoring import FleetMonitoring as FleetMonitoring
+from raytpu.components.monitoring import FleetMonitoringArgs as FleetMonitoringArgs
+from raytpu.components.monitoring import MonitoredSliceGroup as MonitoredSliceGroup
+from raytpu.components.monitoring import PodMonitoring as PodMonitoring
+from raytpu.components.network import ExistingNetwork as ExistingNetwork
+from raytpu.components.network import Network as Network
+from raytpu.components.network import NetworkArgs as NetworkArgs
+from raytpu.components.network_policy import OperatorPeer as OperatorPeer
+from raytpu.components.network_policy import RayNetworkPolicies as RayNetworkPolicies
+from raytpu.components.network_policy import RayNetworkPoliciesArgs as RayNetworkPoliciesArgs
+from raytpu.components.project_services import ProjectServices as ProjectServices
+from raytpu.components.project_services import ProjectServicesArgs as ProjectServicesArgs
+from raytpu.components.registry import ImageRegistry as ImageRegistry
+from raytpu.components.registry import ImageRegistryArgs as ImageRegistryArgs
+from raytpu.components.registry import TrainerImage as TrainerImage
+from raytpu.components.registry import TrainerImageArgs as TrainerImageArgs
+from raytpu.components.storage import CheckpointStorage as CheckpointStorage
+from raytpu.components.storage import CheckpointStorageArgs as CheckpointStorageArgs
+from raytpu.components.team_access import TeamAccess as TeamAccess
+from raytpu.components.team_access import TeamAccessArgs as TeamAccessArgs
+from raytpu.components.tpu_ray_cluster import TpuRayCluster as TpuRayCluster
+from raytpu.components.tpu_ray_cluster import TpuRayClusterArgs as TpuRayClusterArgs
+from raytpu.components.tpu_ray_cluster import TpuWorkerGroup as TpuWorkerGroup
+from raytpu.components.tpu_slice_pool import SliceAutoscaling as SliceAutoscaling
+from raytpu.components.tpu_slice_pool import TpuSlicePool as TpuSlicePool
+from raytpu.components.tpu_slice_pool import TpuSlicePoolArgs as TpuSlicePoolArgs
+from raytpu.facts.catalog import SliceShape as SliceShape
+from raytpu.facts.catalog import slice_shape as slice_shape
 
 __all__ = [
     "AuthorizedNetwork",

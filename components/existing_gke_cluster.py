@@ -19,9 +19,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 from raytpu.components.gcp_resources import gke_cluster_lookup
 from raytpu.components.kubeconfig import kubernetes_provider, render_kubeconfig
-from raytpu.names import LOCATION, PROJECT_ID, cluster_name_problem
+from raytpu.facts.names import LOCATION, PROJECT_ID, cluster_name_problem
 
-# The outputs of a raytpu stack (``raytpu.program.infra_outputs``) that name its cluster.
+# The outputs of a raytpu stack (``raytpu.program.stack.infra_outputs``) that name its cluster.
 STACK_OUTPUTS: Mapping[str, str] = {
     "cluster_name": "cluster_name",
     "location": "cluster_location",

@@ -1,7 +1,7 @@
 """Inputs of :class:`~raytpu.components.GkeCluster` and their validation.
 
 Every check raises ``ValueError`` naming the Args field (``GkeClusterArgs.location: ...``);
-the stack program rewrites those names into stack key paths (``raytpu.stack_key_paths``).
+the stack program rewrites those names into stack key paths (``raytpu.config.key_paths``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-from raytpu.names import (
+from raytpu.facts.names import (
     ACCOUNT_ID,
     DNS_LABEL,
     LOCATION,
@@ -19,7 +19,7 @@ from raytpu.names import (
     cluster_name_problem,
     control_plane_cidr_problem,
 )
-from raytpu.versions import version_tuple
+from raytpu.facts.versions import version_tuple
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
 

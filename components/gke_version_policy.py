@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from raytpu.versions import version_tuple
+from raytpu.facts.versions import version_tuple
 
 
 class GkeVersionError(ValueError):

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, TypedDict
 
 import pulumi
 from raytpu.components.provider_inputs import drop_unset
-from raytpu.versions import POD_SECURITY_LEVEL
+from raytpu.facts.versions import POD_SECURITY_LEVEL
 
 # -- object shapes (wire names) ---------------------------------------------------------
 
@@ -159,7 +159,7 @@ class ServiceSpec(TypedDict, total=False):
 
 def pod_security_labels(level: str | None = None) -> dict[str, str]:
     """Namespace labels that make the API server enforce (and warn and audit) a Pod Security
-    Standard level; default :data:`raytpu.versions.POD_SECURITY_LEVEL`, the level the Ray
+    Standard level; default :data:`raytpu.facts.versions.POD_SECURITY_LEVEL`, the level the Ray
     pods pass. Every namespace that runs Ray pods carries them."""
     value = level or POD_SECURITY_LEVEL
     return {f"pod-security.kubernetes.io/{mode}": value for mode in ("enforce", "warn", "audit")}

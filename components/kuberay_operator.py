@@ -23,7 +23,7 @@ created, and the webhook (``failurePolicy`` defaults to ``Fail``) must run befor
 pod is created -- consumers depend on :attr:`KubeRayOperator.ready`.
 
 3. *The webhook image and KubeRay's ``RayMultiHostIndexing`` gate are one choice*
-   (``raytpu.versions.TPU_WEBHOOK_IMAGE``): the published webhook image predates the fix that
+   (``raytpu.facts.versions.TPU_WEBHOOK_IMAGE``): the published webhook image predates the fix that
    makes its podAffinity work with the gate's labels, so the gate is off unless the image is
    declared to handle it.
 4. *GKE add-on mode: GKE installs the KubeRay CRDs asynchronously after the cluster exists*,
@@ -41,7 +41,6 @@ from typing import Any, Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
-from raytpu import versions
 from raytpu.components._options import depends_on_of
 from raytpu.components.k8s_objects import (
     ClusterRole,
@@ -51,6 +50,7 @@ from raytpu.components.k8s_objects import (
     ServiceAccount,
 )
 from raytpu.components.ray_pod_templates import container_security_context, pod_security_context
+from raytpu.facts import versions
 
 Mode = Literal["helm", "gke-addon"]
 MODES: tuple[str, ...] = ("helm", "gke-addon")

@@ -4,7 +4,7 @@ Why the chart through ``helm.v4.Chart`` (as :mod:`raytpu.components.kuberay_oper
 installs KubeRay) rather than the release ``manifests.yaml`` with server-side apply: the v4
 Chart renders the chart with its CRDs and registers every object as a Pulumi resource, so
 (1) the Kueue kinds resolve during the first preview of a fresh stack (the provider caches
-CRDs it sees), (2) a version bump in :data:`raytpu.versions.CHARTS` diffs and upgrades the
+CRDs it sees), (2) a version bump in :data:`raytpu.facts.versions.CHARTS` diffs and upgrades the
 CRDs (``helm install`` never upgrades ``crds/``), (3) the Kubernetes provider applies them
 server-side, which their size needs, and (4) the chart's values are where the manager
 Configuration, the node selector and the image pin go, one reviewed dict
@@ -32,9 +32,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
-from raytpu import versions
 from raytpu.components._options import depends_on_of
 from raytpu.components.k8s_objects import Namespace
+from raytpu.facts import versions
 
 RAY_FRAMEWORKS = ("ray.io/rayjob", "ray.io/raycluster")
 

@@ -16,7 +16,7 @@ from typing import Literal, TypedDict
 
 import pulumi
 from raytpu.components.k8s_objects import KubeObject, ObjectMeta, Toleration
-from raytpu.versions import KUEUE_API_VERSION
+from raytpu.facts.versions import KUEUE_API_VERSION
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 """The label that puts a job in a LocalQueue of its namespace."""

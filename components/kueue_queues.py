@@ -4,7 +4,7 @@ cohort, a LocalQueue in each team's namespace, and the WorkloadPriorityClasses.
 The model (Kueue concepts, ``site/content/en/docs/concepts``):
 
 * **One ResourceFlavor per TPU slice shape.** Its ``nodeLabels`` are exactly the labels the
-  Ray worker group selects its nodes by (:attr:`raytpu.catalog.SliceShape.node_selector`):
+  Ray worker group selects its nodes by (:attr:`raytpu.facts.catalog.SliceShape.node_selector`):
   Kueue gives a PodSet only a flavor whose labels agree with the pods' nodeSelector, so
   anything else is a queue that never admits. Its tolerations let admitted pods onto the
   tainted TPU nodes.
@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-from raytpu.catalog import TPU_RESOURCE
 from raytpu.components._options import depends_on_of
 from raytpu.components.kueue_objects import (
     ClusterQueue,
@@ -42,7 +41,8 @@ from raytpu.components.kueue_objects import (
     WorkloadPriorityClass,
 )
 from raytpu.components.ray_pod_templates import TPU_TOLERATION
-from raytpu.names import K8S_NAME
+from raytpu.facts.catalog import TPU_RESOURCE
+from raytpu.facts.names import K8S_NAME
 
 # Values of the priorities a team's jobs get (raytpu:teams[].priority): only their order
 # matters to Kueue. Named as the stack key's values.

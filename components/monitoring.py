@@ -31,8 +31,8 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from raytpu.components.gcp_resources import MonitoringAlertPolicy, MonitoringDashboard
 from raytpu.components.k8s_objects import ObjectMeta
 from raytpu.components.ray_resources import _set_all
-from raytpu.names import DNS_LABEL
-from raytpu.workloads.metrics import MFU, TOKENS_PER_S
+from raytpu.facts.names import DNS_LABEL
+from raytpu.facts.ray_metrics import MFU, TOKENS_PER_S
 
 GMP_API_VERSION = "monitoring.googleapis.com/v1"
 PODMONITORING_TYPE = f"kubernetes:{GMP_API_VERSION}:PodMonitoring"

@@ -32,8 +32,8 @@ from raytpu.components.gcp_resources import (
     ComputeRouterNat,
     ComputeSubnetwork,
 )
-from raytpu.names import DNS_LABEL, REGION, cidr_problem, control_plane_cidr_problem
-from raytpu.versions import IAP_SOURCE_RANGE, Ports
+from raytpu.facts.names import DNS_LABEL, REGION, cidr_problem, control_plane_cidr_problem
+from raytpu.facts.versions import IAP_SOURCE_RANGE, Ports
 
 # Ports the slices of a multislice job use between TPU hosts: the megascale coordinator
 # (MEGASCALE_PORT 8081, set by the KubeRay TPU webhook) and the TPU runtime's slice

@@ -1,6 +1,6 @@
 """NetworkPolicy for a namespace that runs Ray pods: ingress denied unless listed here.
 
-What each rule is for (ports: ``raytpu.versions.Ports``; labels: KubeRay 1.7.0
+What each rule is for (ports: ``raytpu.facts.versions.Ports``; labels: KubeRay 1.7.0
 ``ray-operator/controllers/ray/utils/constant.go``):
 
 * **Ray pods reach each other on every port.** GCS, raylets, object managers, workers and
@@ -42,7 +42,7 @@ from typing import TypedDict
 import pulumi
 from raytpu.components._options import depends_on_of
 from raytpu.components.k8s_objects import NetworkPolicy
-from raytpu.versions import Ports
+from raytpu.facts.versions import Ports
 
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 RAY_NODE_LABEL = "ray.io/is-ray-node"  # "yes" on every head and worker pod

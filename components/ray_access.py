@@ -3,7 +3,7 @@ token KubeRay keeps for ``authOptions.mode: token``."""
 
 from __future__ import annotations
 
-from raytpu import versions
+from raytpu.facts import versions
 
 
 def dashboard_command(cluster_name: str, namespace: str) -> str:

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
-from raytpu import versions
-from raytpu.catalog import SliceShape
 from raytpu.components.ray_resources import AuthMode
+from raytpu.facts import versions
+from raytpu.facts.catalog import SliceShape
 
 
 @dataclass(frozen=True)

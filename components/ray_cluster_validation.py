@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import get_args
 
-from raytpu import versions
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs
 from raytpu.components.ray_pod_templates import WEBHOOK_LABEL
 from raytpu.components.ray_resources import AuthMode
-from raytpu.names import DNS_LABEL, SLICE_GROUP_LABEL
-from raytpu.versions import version_tuple
+from raytpu.facts import versions
+from raytpu.facts.names import DNS_LABEL, SLICE_GROUP_LABEL
+from raytpu.facts.versions import version_tuple
 
 MAX_NAME = 63  # DNS label: service names, host names, label values
 # KubeRay pod names: "<cluster>-<group>-worker-" + 5 random characters.
@@ -39,7 +39,7 @@ _QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+
 @dataclass(frozen=True)
 class ProblemKeys:
     """How problems name the offending input: Args fields by default, config keys from
-    :func:`raytpu.ray_program.build_ray`."""
+    :func:`raytpu.program.ray_program.build_ray`."""
 
     cluster_name: str = "cluster_name"
     namespace: str = "namespace"

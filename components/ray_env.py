@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from raytpu.catalog import SliceShape
 from raytpu.components.k8s_objects import EnvVar
+from raytpu.facts.catalog import SliceShape
 
 CHECKPOINT_ENV = "RAYTPU_CHECKPOINT_URI"
 

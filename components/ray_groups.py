@@ -11,7 +11,7 @@
   never ``rayStartParams``: KubeRay 1.7 rejects ``rayStartParams.labels`` and refuses
   ``num-cpus`` there next to ``resources`` (``validateRayGroupResources``), and Ray 2.60's
   autoscaler reads node-type labels only from the top-level field. Each TPU group carries
-  the :data:`~raytpu.names.SLICE_GROUP_LABEL` label: what the launcher's capacity request
+  the :data:`~raytpu.facts.names.SLICE_GROUP_LABEL` label: what the launcher's capacity request
   selects to scale the group up from zero (:mod:`raytpu.workloads.scaling`).
 * ``idleTimeoutSeconds`` only where autoscaler v2 runs (KubeRay rejects it otherwise).
 """
@@ -40,7 +40,7 @@ from raytpu.components.ray_resources import (
     RayClusterSpecArgs,
     WorkerGroupSpecArgs,
 )
-from raytpu.names import SLICE_GROUP_LABEL
+from raytpu.facts.names import SLICE_GROUP_LABEL
 
 
 def head_group_spec(args: TpuRayClusterArgs, labels: Mapping[str, str]) -> HeadGroupSpecArgs:

@@ -16,8 +16,6 @@ import math
 from collections.abc import Mapping, Sequence
 
 import pulumi
-from raytpu import versions
-from raytpu.catalog import TPU_RESOURCE, SliceShape
 from raytpu.components.k8s_objects import (
     EnvVar,
     PodSecurityContext,
@@ -29,6 +27,8 @@ from raytpu.components.k8s_objects import (
     Volume,
     VolumeMount,
 )
+from raytpu.facts import versions
+from raytpu.facts.catalog import TPU_RESOURCE, SliceShape
 
 # Share of the VM a Ray worker requests: the rest is left to kubelet/system reservations and
 # the node's DaemonSets (TPU device plugin, GKE metadata server, logging).

@@ -33,7 +33,7 @@ from raytpu.components.k8s_objects import (
     SecurityContext,
     VolumeMount,
 )
-from raytpu.versions import RAY_API_VERSION
+from raytpu.facts.versions import RAY_API_VERSION
 
 RAYCLUSTER_TYPE = f"kubernetes:{RAY_API_VERSION}:RayCluster"
 RAYJOB_TYPE = f"kubernetes:{RAY_API_VERSION}:RayJob"

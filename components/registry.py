@@ -20,7 +20,7 @@ from raytpu.components.gcp_resources import (
     ArtifactRegistryRepository,
     ArtifactRegistryRepositoryIamMember,
 )
-from raytpu.names import DNS_LABEL, REGION
+from raytpu.facts.names import DNS_LABEL, REGION
 
 READER_ROLE = "roles/artifactregistry.reader"
 

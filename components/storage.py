@@ -28,7 +28,7 @@ from raytpu.components.gcp_resources import (
     StorageBucket,
     StorageBucketIamMember,
 )
-from raytpu.names import ACCOUNT_ID, K8S_NAME
+from raytpu.facts.names import ACCOUNT_ID, K8S_NAME
 
 _BUCKET = re.compile(r"^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$")
 # Object prefixes the IAM condition quotes: no quote or backslash can end the CEL string.

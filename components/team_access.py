@@ -35,7 +35,7 @@ from raytpu.components.k8s_objects import (
     ServiceAccount,
     pod_security_labels,
 )
-from raytpu.names import DNS_LABEL
+from raytpu.facts.names import DNS_LABEL
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLE_NAME = "raytpu-team-member"  # the Role and its RoleBinding, one per team namespace

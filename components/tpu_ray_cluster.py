@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from raytpu import versions
 from raytpu.components._options import depends_on_of
 from raytpu.components.k8s_objects import Namespace, Service, ServiceAccount, pod_security_labels
 from raytpu.components.monitoring import PodMonitoring, ray_pod_monitoring_spec
@@ -25,6 +24,7 @@ from raytpu.components.ray_cluster_validation import args_problems, image_is_pin
 from raytpu.components.ray_groups import group_summary, ray_cluster_spec
 from raytpu.components.ray_pod_templates import HEAD_PORTS
 from raytpu.components.ray_resources import RayCluster
+from raytpu.facts import versions
 
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
 ILB_ANNOTATION = "networking.gke.io/load-balancer-type"

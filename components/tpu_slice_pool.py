@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from raytpu.catalog import GENERATIONS, SliceShape
 from raytpu.components.gcp_resources import CLOUD_PLATFORM_SCOPE, ContainerNodePool
-from raytpu.names import DNS_LABEL, LABEL_KEY, LABEL_VALUE, ZONE
+from raytpu.facts.catalog import GENERATIONS, SliceShape
+from raytpu.facts.names import DNS_LABEL, LABEL_KEY, LABEL_VALUE, ZONE
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 # 1 TPU pod per node plus kube-system daemons; keeps Pod IP use small (xpk and the
@@ -56,7 +56,7 @@ class TpuSlicePoolArgs:
     """Inputs of :class:`TpuSlicePool`."""
 
     shape: SliceShape
-    """The slice shape from the catalog (``raytpu.catalog.slice_shape``)."""
+    """The slice shape from the catalog (``raytpu.facts.catalog.slice_shape``)."""
     cluster: pulumi.Input[str]
     """Cluster id (``GkeCluster.cluster_id``)."""
     zone: str
@@ -95,7 +95,7 @@ class TpuSlicePoolArgs:
     def __post_init__(self) -> None:
         if not isinstance(self.shape, SliceShape):
             raise TypeError(
-                f"TpuSlicePoolArgs.shape: a raytpu.catalog.SliceShape is required, not "
+                f"TpuSlicePoolArgs.shape: a raytpu.facts.catalog.SliceShape is required, not "
                 f"{type(self.shape).__name__}"
             )
         gen = self.shape.generation

@@ -3,6 +3,6 @@
 The Pulumi program's entry point is ``deploy/__main__.py`` (Pulumi.yaml ``main``).
 """
 
-from raytpu.cli import main
+from raytpu.cli.app import main
 
 main()

@@ -1,11 +1,11 @@
 """The raytpu policy pack: ``pulumi preview --policy-pack policies``.
 
-The rules are :data:`raytpu.policy_rules.POLICIES`; building the ``PolicyPack`` starts the
+The rules are :data:`raytpu.policy.rules.POLICIES`; building the ``PolicyPack`` starts the
 analyzer's gRPC server for the Pulumi engine (and blocks), so it happens only here.
 """
 
 from pulumi_policy import EnforcementLevel, PolicyPack
-from raytpu.policy_rules import PACK_NAME, POLICIES
+from raytpu.policy.rules import PACK_NAME, POLICIES
 
 PolicyPack(
     name=PACK_NAME,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from raytpu.config import ConfigError, parse_stack_config
+from raytpu.config.stack import ConfigError
+from raytpu.config.validate import parse_stack_config, stack_warnings
 
 
 def _raw(**overrides: Any) -> dict[str, Any]:
@@ -35,9 +36,9 @@ def test_minimal_stack_resolves_shapes_and_defaults() -> None:
     assert cfg.image == "us-central2-docker.pkg.dev/acme-ml/raytpu/raytpu:latest"
     assert cfg.cluster.dataplane_v2
     # The one warning: the unstated Dataplane V2 default would replace an older cluster.
-    assert [w.split(":", 2)[1] for w in cfg.warnings] == ["cluster.dataplaneV2"]
+    assert [w.split(":", 2)[1] for w in stack_warnings(cfg)] == ["cluster.dataplaneV2"]
     stated = parse_stack_config("dev", _raw(**{"raytpu:cluster": {"dataplaneV2": True}}))
-    assert stated.warnings == []
+    assert stack_warnings(stated) == []
 
 
 def test_provider_keys_of_other_namespaces_are_left_alone() -> None:
@@ -125,7 +126,7 @@ def test_bad_input(override: dict[str, Any], expected: str) -> None:
 def test_undocumented_zone_is_a_warning_not_an_error() -> None:
     cfg = parse_stack_config("dev", _raw(**{"raytpu:zone": "us-central1-a",
                                             "raytpu:cluster": {"dataplaneV2": True}}))
-    assert cfg.warnings == [
+    assert stack_warnings(cfg) == [
         "raytpu:zone: TPU v4 (raytpu:slices[0].tpu 'v4-16') is not documented in "
         "'us-central1-a'; documented zones: us-central2-b"
     ]

@@ -21,7 +21,8 @@ import pytest
 import yaml
 from pydantic import BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
-from raytpu.config import ConfigError, StackConfig, parse_stack_config
+from raytpu.config.stack import ConfigError, StackConfig
+from raytpu.config.validate import parse_stack_config
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE: dict[str, Any] = {
@@ -203,7 +204,7 @@ def test_gcp_project_id_rules(value: str, ok: bool) -> None:
 @pytest.mark.parametrize(("name", "ok"), [("a" * 40, True), ("a" * 41, False)])
 def test_one_cluster_name_limit(name: str, ok: bool) -> None:
     from raytpu.components import GkeClusterArgs
-    from raytpu.names import CLUSTER_NAME_MAX_LEN
+    from raytpu.facts.names import CLUSTER_NAME_MAX_LEN
 
     assert CLUSTER_NAME_MAX_LEN == 40  # GKE: "up to 40 lowercase letters, numbers, and hyphens"
     raw = {**BASE, "raytpu:cluster": {"name": name}}

@@ -1,4 +1,5 @@
-"""Pods that must schedule and slices Ray must accept: checked at config time (raytpu.fit)."""
+"""Pods that must schedule and slices Ray must accept: checked at config time
+(raytpu.config.fit)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,17 @@ from typing import Any
 
 import pytest
 import yaml
-from raytpu.catalog import (
+from raytpu.components.ray_pod_templates import worker_resources
+from raytpu.config.fit import HEADROOM, parse_quantity, request_problems
+from raytpu.config.stack import ConfigError
+from raytpu.config.validate import parse_stack_config, stack_warnings
+from raytpu.facts.catalog import (
     GENERAL_PURPOSE_MACHINES,
     GENERATIONS,
     MACHINE_RESOURCES,
     node_allocatable,
     slice_shape,
 )
-from raytpu.components.ray_pod_templates import worker_resources
-from raytpu.config import ConfigError, parse_stack_config
-from raytpu.fit import HEADROOM, parse_quantity, request_problems
 
 
 def _raw(**overrides: Any) -> dict[str, Any]:
@@ -132,7 +134,7 @@ def test_malformed_head_quantities(key: str, value: str) -> None:
 def test_unknown_system_machine_type_is_a_warning() -> None:
     cfg = parse_stack_config("dev", _raw(**{
         "raytpu:cluster": {"systemPool": {"machineType": "m3-megamem-64"}}}))
-    assert any("'m3-megamem-64' is not in the catalog" in w for w in cfg.warnings)
+    assert any("'m3-megamem-64' is not in the catalog" in w for w in stack_warnings(cfg))
 
 
 # -- TPU workers on their VMs --------------------------------------------------------------
@@ -205,13 +207,13 @@ def test_two_groups_of_one_shape_and_machine_type_warn() -> None:
         {"name": "b", "tpu": "v5litepod-8", "machineType": "ct5lp-hightpu-8t"},
         {"name": "c", "tpu": "v5litepod-8", "machineType": "ct5lp-hightpu-4t", "spot": True},
     ]}))
-    (warning,) = [w for w in cfg.warnings if "each other's node pools" in w]
+    (warning,) = [w for w in stack_warnings(cfg) if "each other's node pools" in w]
     assert warning.startswith("raytpu:slices[2]: same TPU shape and machine type as "
                               "raytpu:slices[0]")
 
 
 def test_cli_plan_exits_2_on_a_head_that_cannot_schedule(tmp_path: Path) -> None:
-    from raytpu.cli import app
+    from raytpu.cli.app import app
     from typer.testing import CliRunner
 
     raw = _raw(**{"raytpu:cluster": {"systemPool": {"machineType": "n2-standard-4"}},

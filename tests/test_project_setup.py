@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from raytpu import versions
+from raytpu.facts import versions
 from test_dependencies import constraints
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_program_entry_is_not_inside_the_package() -> None:
     # The package's own __main__ is the CLI; the stack program must be elsewhere.
     assert _program_dir().resolve() not in {ROOT / "infra", ROOT / "components",
                                             ROOT / "workloads"}
-    assert "raytpu.program" in (_program_dir() / "__main__.py").read_text()
+    assert "raytpu.program.stack" in (_program_dir() / "__main__.py").read_text()
 
 
 def test_python_dash_m_raytpu_is_the_cli() -> None:
@@ -69,7 +69,7 @@ def test_python_dash_m_raytpu_is_the_cli() -> None:
          "    runpy.run_module('raytpu', run_name='__main__')\n"
          "except SystemExit as e:\n"
          "    assert e.code in (0, None), e.code\n"
-         "assert 'raytpu.program' not in sys.modules, 'the stack program was imported'\n"
+         "assert 'raytpu.program.stack' not in sys.modules, 'the stack program was imported'\n"
          "print('OK')\n"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
@@ -79,7 +79,7 @@ def test_python_dash_m_raytpu_is_the_cli() -> None:
 
 
 def test_program_entry_runs_the_stack_program() -> None:
-    from raytpu.plan import load_stack_file, run_program
+    from raytpu.plan.engine import load_stack_file, run_program
 
     raw = load_stack_file("dev", ROOT / "stacks")
     entry = str(_program_dir())

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
-from raytpu.config import ConfigError, StackConfig, parse_stack_config
-from raytpu.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
+from raytpu.config.stack import ConfigError, StackConfig
+from raytpu.config.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
+from raytpu.config.validate import parse_stack_config, stack_warnings
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICES = [
@@ -57,7 +58,7 @@ def test_every_field_parses_into_the_typed_model() -> None:
     assert (speech.priority, speech.bucket_access, speech.borrowing) == ("default", "prefix", {})
     assert vision.slice_groups == ["pod16", "single"]
     # pod16 is a fixed group the shared RayCluster holds (see the test below); no other.
-    assert [w for w in cfg.warnings if "'pod16'" not in w] == []
+    assert [w for w in stack_warnings(cfg) if "'pod16'" not in w] == []
 
 
 def test_no_teams_key_means_no_teams() -> None:
@@ -134,7 +135,7 @@ def test_the_ray_namespace_of_this_stack_is_reserved() -> None:
 def test_oversubscribed_fleet_is_a_warning_not_an_error() -> None:
     cfg = parse_stack_config("t", _raw([
         _team(quota={"single": 2}), {**_team(name="speech"), "quota": {"single": 2}}]))
-    assert cfg.warnings == [
+    assert stack_warnings(cfg) == [
         "raytpu:teams: nominal quotas on slice group 'single' add up to 4 slices (vision 2, "
         "speech 2), more than the fleet's 3 (raytpu:slices[1]): Kueue may admit jobs that "
         "then wait for nodes"]
@@ -157,7 +158,7 @@ def test_bad_team_in_stack_file_exits_2_before_anything_is_declared(tmp_path: Pa
 
 
 def test_team_checkpoints_go_to_its_prefix_or_its_bucket() -> None:
-    from raytpu.teams import team_checkpoint_uri
+    from raytpu.config.team_rules import team_checkpoint_uri
 
     cfg = parse_stack_config("t", _raw([_team(), _team(name="speech", bucketAccess="bucket")]))
     vision, speech = cfg.teams
@@ -176,7 +177,7 @@ def test_a_team_bucket_name_must_fit_gcs() -> None:
 
 def test_quota_on_slices_the_shared_raycluster_holds_is_a_warning() -> None:
     cfg = parse_stack_config("t", _raw([_team(quota={"pod16": 1})]))
-    assert cfg.warnings == [
+    assert stack_warnings(cfg) == [
         "raytpu:teams: the stack's shared RayCluster (raytpu:ray) always holds 1 slice(s) of "
         "'pod16' (raytpu:slices[0].count) outside Kueue's quotas: team jobs admitted there "
         "wait for nodes it keeps; make the group elastic with autoscaling.min: 0, or keep "
@@ -186,7 +187,7 @@ def test_quota_on_slices_the_shared_raycluster_holds_is_a_warning() -> None:
 def test_cpu_quantities_round_up_to_a_millicore() -> None:
     from decimal import Decimal
 
-    from raytpu.kueue_program import _cpu
+    from raytpu.program.kueue_program import _cpu
 
     assert [_cpu(Decimal(x)) for x in ("721", "903.5", "0", "0.0004", "10", "1.05")] == [
         "721", "903.5", "0", "0.001", "10", "1.05"]

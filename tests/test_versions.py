@@ -6,7 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from raytpu import versions
+from raytpu.facts import versions
 
 ROOT = Path(__file__).parents[1]
 

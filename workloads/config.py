@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .presets import BYTE_MODEL, LlamaConfig, preset
 
 if TYPE_CHECKING:
-    from raytpu.catalog import SliceShape
+    from raytpu.facts.catalog import SliceShape
 
 VOCAB_SIZE = 256  # byte-level tokens: no tokenizer, nothing to download
 
@@ -137,8 +137,8 @@ class LaunchOptions:
 
 def slice_shape_of(tpu: str, topology: str | None, chips_per_host: int | None) -> SliceShape:
     """The catalog's slice shape for an accelerator type, topology and chips per host.
-    Raises :class:`raytpu.catalog.CatalogError` naming the field at fault."""
-    from raytpu.catalog import CatalogError, slice_shape
+    Raises :class:`raytpu.facts.catalog.CatalogError` naming the field at fault."""
+    from raytpu.facts.catalog import CatalogError, slice_shape
 
     shape = slice_shape(tpu, topology)
     if chips_per_host is None or chips_per_host == shape.chips_per_vm:

@@ -37,7 +37,7 @@ from ray.train.v2.api.config import CheckpointConfig, FailureConfig, RunConfig, 
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from ray.util.tpu import get_tpu_coordinator_env_vars
-from raytpu.versions import Ports
+from raytpu.facts.versions import Ports
 
 from .config import LaunchOptions, TrainConfig, from_argv
 from .metrics import MetricsSink, MetricsWriter, MfuBasis, ProgressFile

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from raytpu.catalog import SliceShape
+from raytpu.facts.catalog import SliceShape
 
 from . import ray_auth
 from .processes import (

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raytpu.catalog import slice_shape
+from raytpu.facts.catalog import slice_shape
 
 from .config import LaunchOptions, TrainConfig
 from .local_cluster import LocalSlices, SimHost

@@ -16,7 +16,7 @@ and even a plain resource request launches one node, which KubeRay's provider tu
 ``1 // numOfHosts = 0`` replicas of a multi-host group. So the launcher first asks for
 capacity (``ray.autoscaler.sdk.request_resources``): one ``{"CPU": 1, "TPU": chips}``
 bundle per host of every slice, each selecting the group by its
-:data:`~raytpu.names.SLICE_GROUP_LABEL` label, which the RayCluster puts in the group's
+:data:`~raytpu.facts.names.SLICE_GROUP_LABEL` label, which the RayCluster puts in the group's
 ``labels`` (tests run Ray's own autoscaler code on the emitted RayCluster).
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from raytpu.names import SLICE_GROUP_LABEL
+from raytpu.facts.names import SLICE_GROUP_LABEL
 
 from .config import TrainConfig
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from raytpu.catalog import SliceShape
+from raytpu.facts.catalog import SliceShape
 
 # Set on every TPU VM by GKE / the KubeRay TPU webhook; the local simulation sets them too.
 SIMULATED_VARS = ("TPU_NAME", "TPU_WORKER_ID", "TPU_ACCELERATOR_TYPE", "TPU_TOPOLOGY")

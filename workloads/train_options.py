@@ -64,7 +64,7 @@ def build_config(
 
     ``topology``/``chips_per_host``: the slice as the stack declares it (None: the
     catalog's default for ``tpu``)."""
-    from raytpu.catalog import CatalogError
+    from raytpu.facts.catalog import CatalogError
 
     from .config import slice_shape_of
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from infra_support import STACKS, STACKS_DIR
-from raytpu.plan import _FAKE_CA, PlanResult, RecordingMocks, run_plan
+from raytpu.plan.engine import _FAKE_CA, PlanResult, RecordingMocks, run_plan
 
 GET_CLUSTER = "gcp:container/getCluster:getCluster"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from raytpu.plan import PlannedResource, PlanResult, run_program
+from raytpu.plan.engine import PlannedResource, PlanResult, run_program
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS_DIR = REPO / "stacks"

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import yaml
 from infra_support import BASE_CONFIG, REPO, STACKS_DIR, raw_config
-from raytpu import prices
-from raytpu.catalog import GENERATIONS
-from raytpu.config import ConfigError, parse_stack_config
-from raytpu.cost import cost_of
-from raytpu.plan import load_stack_file, run_plan
+from raytpu.config.stack import ConfigError
+from raytpu.config.validate import parse_stack_config
+from raytpu.facts import prices
+from raytpu.facts.catalog import GENERATIONS
+from raytpu.plan.cost import cost_of
+from raytpu.plan.engine import load_stack_file, run_plan
 
 H = prices.HOURS_PER_MONTH
 
@@ -131,7 +132,7 @@ def test_plan_json_carries_the_same_cost_and_the_summary_the_range() -> None:
 
 
 def raytpu(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "raytpu.cli", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "raytpu", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -156,7 +157,7 @@ def test_cost_cli_json_and_bad_stack(tmp_path: Path) -> None:
 
 def test_every_node_pool_and_bucket_carries_cost_allocation_labels() -> None:
     from infra_support import NODE_POOL
-    from raytpu.plan import run_program
+    from raytpu.plan.engine import run_program
 
     raw = raw_config(
         raytpu_slices=[{"name": "shared", "tpu": "v5litepod-16"},
@@ -181,10 +182,22 @@ def test_every_node_pool_and_bucket_carries_cost_allocation_labels() -> None:
 
 def test_bad_label_is_refused_before_anything_is_declared() -> None:
     from infra_support import refused_alone
-    from raytpu.catalog import slice_shape
     from raytpu.components import TpuSlicePool, TpuSlicePoolArgs
+    from raytpu.facts.catalog import slice_shape
 
     (err,) = refused_alone(lambda: TpuSlicePool("p", TpuSlicePoolArgs(
         shape=slice_shape("v5litepod-4"), cluster="c", zone="us-west4-a",
         node_service_account="sa", project="p", resource_labels={"Team": "A"})))
     assert "resource_labels: 'Team': 'A'" in str(err)
+
+
+def test_prod_eval_slice_costs_the_published_list_price() -> None:
+    # Published, not computed from prices.py: Cloud TPU v5e on-demand is $1.20 per
+    # chip-hour in us-west4 (cloud.google.com/tpu/pricing; the same figure as SkyPilot's
+    # catalog row tpu-v5litepod-16, $19.20 for 16 chips, shared/ref/notes/platform.md §4.1).
+    # prod's v5e-8-eval is one fixed v5litepod-8 slice: 8 chips x $1.20 = $9.60 an hour,
+    # x 730 h = $7,008.00 a month.
+    c = cost_of(parse_stack_config("prod", load_stack_file("prod", STACKS_DIR)))
+    (eval_group,) = [g for g in c["groups"] if g["name"] == "v5e-8-eval"]
+    assert eval_group["hourly"] == {"min": 9.6, "max": 9.6}
+    assert eval_group["monthly"] == {"min": 7008.0, "max": 7008.0}

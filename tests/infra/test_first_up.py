@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 from infra_support import CLUSTER, PROJECT, STACKS, raw_config, run_alone
-from raytpu import apis
 from raytpu.components import CheckpointStorage, CheckpointStorageArgs, GkeCluster
 from raytpu.components import gke_cluster as gke_module
 from raytpu.components.project_services import API_OF_TYPE, api_of
-from raytpu.plan import _FAKE_CA, PlannedResource, PlanResult, run_program
+from raytpu.plan.engine import _FAKE_CA, PlannedResource, PlanResult, run_program
+from raytpu.program import apis
 from test_gke_cluster import gke_args
 
 SERVICE = "gcp:projects/service:Service"

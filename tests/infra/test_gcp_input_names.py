@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from infra_support import REPO, STACKS
-from raytpu.plan import PlanResult
+from raytpu.plan.engine import PlanResult
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 EXAMPLES = REPO / "examples"

@@ -21,8 +21,8 @@ from infra_support import (
 from raytpu.components import AuthorizedNetwork, GkeCluster, GkeClusterArgs, SystemPoolArgs
 from raytpu.components.gke_cluster_args import NODE_SERVICE_ACCOUNT_ROLES
 from raytpu.components.gke_version_policy import GkeVersionError, check_gke_version
-from raytpu.plan import PlanResult
-from raytpu.versions import version_tuple
+from raytpu.facts.versions import version_tuple
+from raytpu.plan.engine import PlanResult
 
 
 def gke_args(**kw: Any) -> GkeClusterArgs:

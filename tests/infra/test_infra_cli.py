@@ -13,7 +13,7 @@ from infra_support import BASE_CONFIG, REPO
 
 def raytpu(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "raytpu.cli", *args],
+        [sys.executable, "-m", "raytpu", *args],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
     )
 

@@ -20,9 +20,10 @@ from infra_support import (
     raw_config,
     run_alone,
 )
-from raytpu.config import ConfigError, parse_stack_config
-from raytpu.plan import PlanResult, run_program
-from raytpu.program import Infra, build_infra
+from raytpu.config.stack import ConfigError
+from raytpu.config.validate import parse_stack_config
+from raytpu.plan.engine import PlanResult, run_program
+from raytpu.program.stack import Infra, build_infra
 
 COMPONENT_TYPES = {
     "raytpu:network:Network", "raytpu:gke:GkeCluster", "raytpu:tpu:TpuSlicePool",

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from infra_support import CLUSTER, STACKS, raw_config
-from raytpu.config import ConfigError
-from raytpu.plan import PlanResult, run_program
-from raytpu.plan_policies import evaluate
+from raytpu.config.stack import ConfigError
+from raytpu.plan.engine import PlanResult, run_program
+from raytpu.plan.policies import evaluate
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 

@@ -18,9 +18,9 @@ from raytpu.components.monitoring import (
     LabelMappingArgs,
     MonitoredSliceGroup,
 )
-from raytpu.config import ConfigError
-from raytpu.plan import PlanResult, load_stack_file, run_program
-from raytpu.workloads.metrics import MFU, TOKENS_PER_S
+from raytpu.config.stack import ConfigError
+from raytpu.facts.ray_metrics import MFU, TOKENS_PER_S
+from raytpu.plan.engine import PlanResult, load_stack_file, run_program
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"

@@ -15,8 +15,8 @@ from infra_support import (
     run_alone,
 )
 from raytpu.components import ExistingNetwork, Network, NetworkArgs
-from raytpu.plan import PlanResult
-from raytpu.versions import IAP_SOURCE_RANGE
+from raytpu.facts.versions import IAP_SOURCE_RANGE
+from raytpu.plan.engine import PlanResult
 
 MASTER = "172.16.0.32/28"
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 from infra_support import CLUSTER, NODE_POOL, REPO, STACKS_DIR
-from raytpu.plan import PlanResult, load_stack_file, run_program
-from raytpu.plan_diff import DiffError, PlanDiff, diff_plans, render_diff
-from raytpu.plan_values import SECRET_KEY, SECRET_SIG
-from raytpu.replacements import forcing_paths
+from raytpu.facts.replacements import forcing_paths
+from raytpu.plan.diff import DiffError, PlanDiff, diff_plans, render_diff
+from raytpu.plan.engine import PlanResult, load_stack_file, run_program
+from raytpu.plan.values import SECRET_KEY, SECRET_SIG
 from rich.console import Console
 
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
@@ -153,7 +153,7 @@ def test_replacement_facts_follow_the_provider_source() -> None:
 
 
 def test_secrets_stay_masked_in_the_diff(dev_base: dict[str, Any]) -> None:
-    from raytpu.plan_diff import _inputs_changes
+    from raytpu.plan.diff import _inputs_changes
     secret = {SECRET_KEY: SECRET_SIG, "value": "hunter2"}
     assert _inputs_changes({"token": "[secret]"}, {"token": secret}) == []  # unknowable
     (change,) = _inputs_changes({"token": "hunter1"}, {"token": secret})
@@ -171,7 +171,7 @@ def test_base_of_another_format_or_stack_is_refused(dev_base: dict[str, Any]) ->
 
 def test_cli_diff_json(tmp_path: Path) -> None:
     def raytpu(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "raytpu.cli", *args], cwd=REPO,
+        return subprocess.run([sys.executable, "-m", "raytpu", *args], cwd=REPO,
                               capture_output=True, text=True, timeout=120, check=False)
 
     base = raytpu("plan", "--stack", "dev", "--json")
@@ -198,7 +198,7 @@ def test_cli_diff_json(tmp_path: Path) -> None:
 
 def test_removed_and_unknown_values_read_differently() -> None:
     from pulumi.runtime.rpc import UNKNOWN
-    from raytpu.plan_diff import _change_line, _inputs_changes
+    from raytpu.plan.diff import _change_line, _inputs_changes
     (removed,) = _inputs_changes({"a": 1}, {})
     (computed,) = _inputs_changes({"a": 1}, {"a": UNKNOWN})
     assert removed.to_dict() == computed.to_dict() == {"path": "a", "old": 1, "new": None}

@@ -9,11 +9,11 @@ import subprocess
 import sys
 
 from infra_support import CLUSTER, NODE_POOL, REPO, STACKS
-from raytpu.plan import PlanResult
-from raytpu.plan_render import render_plan
+from raytpu.plan.engine import PlanResult
+from raytpu.plan.render import render_plan
 from rich.console import Console
 
-# What the fake-output mocks invent (raytpu.plan._fake_outputs): none may reach the plan.
+# What the fake-output mocks invent (raytpu.plan.engine._fake_outputs): none may reach the plan.
 FAKES = ("/mock/", "34.0.0.2", "10.0.0.2", "1.34.1-gke", "gke-0123456789abcdef", "mock-token",
          "-id\"", "BEGIN CERTIFICATE", "4dabf18193072939515e22adb298388d")
 
@@ -100,7 +100,7 @@ def test_human_plan_says_known_after_up_and_secret(
 
 def test_cli_plan_json_is_the_preview_and_shows_secrets_on_request() -> None:
     def plan_json(*extra: str) -> dict[str, object]:
-        proc = subprocess.run([sys.executable, "-m", "raytpu.cli", "plan", "--stack", "dev",
+        proc = subprocess.run([sys.executable, "-m", "raytpu", "plan", "--stack", "dev",
                                "--json", *extra], cwd=REPO, capture_output=True, text=True,
                               timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
@@ -115,7 +115,7 @@ def test_cli_plan_json_is_the_preview_and_shows_secrets_on_request() -> None:
 
 
 def test_stack_policies_see_dependencies_by_urn(stack_previews: dict[str, PlanResult]) -> None:
-    from raytpu.plan_policies import stack_resources
+    from raytpu.plan.policies import stack_resources
 
     plan = stack_previews["dev"]
     made = {r.urn: r for r in stack_resources(plan)}

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 from infra_support import REPO, STACKS
-from raytpu import plan_render
-from raytpu.plan import PlanResult
-from raytpu.plan_render import plan_tree, render_plan, summary_line
-from raytpu.plan_tables import PlanTable
+from raytpu.plan import render as plan_render
+from raytpu.plan.engine import PlanResult
+from raytpu.plan.render import plan_tree, render_plan, summary_line
+from raytpu.plan.tables import PlanTable
 from rich.console import Console
 from rich.tree import Tree
 
@@ -128,7 +128,7 @@ def test_summary_counts_slices_chips_and_kinds(stack_previews: dict[str, PlanRes
 def test_piped_plan_is_plain_and_fits_columns() -> None:
     env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1"}
     env.pop("FORCE_COLOR", None)
-    proc = subprocess.run([sys.executable, "-m", "raytpu.cli", "plan", "--stack", "dev"],
+    proc = subprocess.run([sys.executable, "-m", "raytpu", "plan", "--stack", "dev"],
                           cwd=REPO, capture_output=True, text=True, timeout=120, env=env,
                           check=False)
     assert proc.returncode == 0, proc.stderr

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from infra_support import SNAPSHOTS_DIR, STACKS
-from raytpu.plan import PlanResult
+from raytpu.plan.engine import PlanResult
 
 MAX_DIFF_LINES = 80
 

@@ -3,7 +3,7 @@ break it (components composed without the package's config layer, or raw resourc
 
 Rules are called as the policy SDK's analyzer calls them: ``ResourceValidationArgs`` /
 ``StackValidationArgs`` over the type token and the wire-format inputs behind
-``unknown_checking_proxy`` (through :func:`raytpu.plan_policies.evaluate`, or built here).
+``unknown_checking_proxy`` (through :func:`raytpu.plan.policies.evaluate`, or built here).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
-from raytpu import catalog, policy_rules
 from raytpu.components import (
     CheckpointStorage,
     CheckpointStorageArgs,
@@ -38,10 +37,12 @@ from raytpu.components import (
 from raytpu.components.gcp_resources import ComputeFirewall, ContainerCluster, ContainerNodePool
 from raytpu.components.k8s_objects import Service
 from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
-from raytpu.plan import PlanResult, run_program
-from raytpu.plan_policies import Violation, evaluate, mandatory
-from raytpu.policy_rules import POLICIES
-from raytpu.urns import resource_urn
+from raytpu.facts import catalog
+from raytpu.facts.urns import resource_urn
+from raytpu.plan.engine import PlanResult, run_program
+from raytpu.plan.policies import Violation, evaluate, mandatory
+from raytpu.policy import rules as policy_rules
+from raytpu.policy.rules import POLICIES
 
 STACKS = ("dev", "staging", "prod")
 # Rules today's shipped stacks break, each fixed by another helper's work in flight.
@@ -379,7 +380,7 @@ def test_enforcement_level_from_config(stack_plans: dict[str, PlanResult]) -> No
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "raytpu.cli", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "raytpu", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120, check=False)
 
 

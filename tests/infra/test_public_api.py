@@ -20,9 +20,9 @@ import pytest
 import raytpu.components as components
 from infra_support import BASE_CONFIG, PROJECT, REPO, raw_config, run_alone
 from raytpu.components import AuthorizedNetwork, ImageRegistryArgs, SystemPoolArgs, slice_shape
-from raytpu.config import ConfigError
-from raytpu.plan import run_program
-from raytpu.stack_key_paths import stack_key_message
+from raytpu.config.key_paths import stack_key_message
+from raytpu.config.stack import ConfigError
+from raytpu.plan.engine import run_program
 from test_gke_cluster import gke_args
 from test_network import net_args
 from test_storage_registry import storage_args

@@ -21,10 +21,10 @@ import jsonschema
 import pytest
 import yaml
 from infra_support import NODE_POOL, REPO, raw_config
-from raytpu.config import StackConfig
-from raytpu.manifests import to_manifest
-from raytpu.plan import PlanResult, run_program
-from raytpu.status import NODEPOOL_LABEL, StatusError, fleet_status
+from raytpu.config.stack import StackConfig
+from raytpu.operations.status import NODEPOOL_LABEL, StatusError, fleet_status
+from raytpu.plan.engine import PlanResult, run_program
+from raytpu.plan.objects import to_manifest
 
 kubernetes = pytest.importorskip("kubernetes")
 
@@ -225,8 +225,8 @@ def test_team_workloads_and_quota(world: Any) -> None:
 
 
 def test_cluster_queue_found_by_name_or_namespace_selector() -> None:
-    from raytpu.config import TeamConfig
-    from raytpu.status import queue_of
+    from raytpu.config.stack import TeamConfig
+    from raytpu.operations.status import queue_of
 
     def team(name: str) -> TeamConfig:
         return TeamConfig(name=name, members=["user:x@example.com"], quota={"pod16": 1})
@@ -244,7 +244,7 @@ def test_missing_raycluster_is_unhealthy(world: Any) -> None:
 
 
 def test_unreachable_api_is_a_status_error() -> None:
-    from raytpu.status import KubeReader
+    from raytpu.operations.status import KubeReader
 
     conf = kubernetes.client.Configuration()
     conf.host = "https://127.0.0.1:9"  # discard port: nothing listens
@@ -263,14 +263,14 @@ def test_cli_without_a_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
         "users": [{"name": "x", "user": {"token": "t"}}],
     }))
     proc = subprocess.run(
-        [sys.executable, "-m", "raytpu.cli", "status", "--stack", "dev", "--json",
+        [sys.executable, "-m", "raytpu", "status", "--stack", "dev", "--json",
          "--kubeconfig", str(kubeconfig)],
         cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: cannot read the cluster of stack 'dev' (raytpu-dev)")
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     empty = subprocess.run(
-        [sys.executable, "-m", "raytpu.cli", "status", "--stack", "dev"], cwd=REPO,
+        [sys.executable, "-m", "raytpu", "status", "--stack", "dev"], cwd=REPO,
         capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "KUBECONFIG": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"})
     assert empty.returncode == 1 and "no usable kubeconfig" in empty.stderr
@@ -278,7 +278,7 @@ def test_cli_without_a_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
 
 
 def test_plan_does_not_import_the_kubernetes_client() -> None:
-    code = ("import sys; from raytpu.cli import app; "
+    code = ("import sys; from raytpu.cli.app import app; "
             "print('kubernetes' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True)
@@ -286,7 +286,7 @@ def test_plan_does_not_import_the_kubernetes_client() -> None:
 
 
 def test_text_view_names_the_broken_pool_and_slice(world: Any, capsys: Any) -> None:
-    from raytpu.status import render_status
+    from raytpu.operations.status import render_status
 
     cfg, reader = world
     render_status(fleet_status(cfg, reader), "a test")
@@ -311,7 +311,7 @@ def test_kubeconfig_comes_from_the_stack_output_when_pulumi_is_there(tmp_path: P
                     f"cat <<'EOF'\n{kubeconfig}EOF\n")
     fake.chmod(0o755)
     proc = subprocess.run(
-        [sys.executable, "-m", "raytpu.cli", "status", "--stack", "dev"], cwd=REPO,
+        [sys.executable, "-m", "raytpu", "status", "--stack", "dev"], cwd=REPO,
         capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "KUBECONFIG": str(tmp_path / "none"),
              "PATH": f"{bin_dir}:/usr/bin:/bin"})
@@ -335,3 +335,35 @@ def test_raycluster_status_fixture_is_what_kuberay_writes(world: Any) -> None:
     rc_status = reader.ray_cluster("ray", "raytpu")["status"]
     assert set(rc_status) <= set(status_schema["properties"])
     assert list(jsonschema.Draft202012Validator(status_schema).iter_errors(rc_status)) == []
+
+
+def test_ready_nodes_with_ray_pods_not_running_are_degraded(world: Any) -> None:
+    # Every node of the single-host group is Ready but its Ray worker is still Pending
+    # (image pull, a failed init container): the slice is not up for Ray.
+    cfg, reader = world
+    pods = copy.deepcopy(reader._pods)
+    for p in pods:
+        if p.metadata.labels.get("ray.io/group") == "single":
+            p.status.phase = "Pending"
+    single = {g["name"]: g for g in fleet_status(
+        cfg, FakeReader(reader._nodes, pods, reader._rc))["groups"]}["single"]
+    assert single["slices"]["nodes_ready"] == 1 and single["slices"]["ray_running"] == 0
+    assert single["healthy"] is False
+
+
+def test_a_workload_that_only_reserved_quota_is_pending_not_admitted(world: Any) -> None:
+    # Kueue v1beta2: QuotaReserved=True while admission checks run; Admitted=True only once
+    # they pass (kueue apis/kueue/v1beta2 workload_types.go WorkloadQuotaReserved/Admitted).
+    cfg, reader = world
+
+    class Reserved(FakeReader):
+        def workloads(self, namespace: str) -> list[dict[str, Any]]:
+            reserved = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                        "metadata": {"name": "checking", "namespace": namespace},
+                        "status": {"conditions": [
+                            {"type": "QuotaReserved", "status": "True"},
+                            {"type": "Admitted", "status": "False"}]}}
+            return [*super().workloads(namespace), reserved]
+
+    (team,) = fleet_status(cfg, Reserved(reader._nodes, reader._pods, reader._rc))["teams"]
+    assert team["workloads"] == {"admitted": 1, "pending": 2}

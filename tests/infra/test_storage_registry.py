@@ -13,7 +13,7 @@ from raytpu.components import (
     ImageRegistry,
     ImageRegistryArgs,
 )
-from raytpu.plan import PlanResult
+from raytpu.plan.engine import PlanResult
 
 BUCKET = "gcp:storage/bucket:Bucket"
 REPO = "gcp:artifactregistry/repository:Repository"

@@ -13,9 +13,9 @@ import pytest
 from infra_support import PROJECT, PROJECT_IAM, raw_config
 from raytpu.components.storage import CheckpointStorageArgs, prefix_condition
 from raytpu.components.team_access import TEAM_ROLE_RULES, TeamAccessArgs, rbac_subject
-from raytpu.config import ConfigError
-from raytpu.manifests import objects
-from raytpu.plan import PlanResult, run_program
+from raytpu.config.stack import ConfigError
+from raytpu.plan.engine import PlanResult, run_program
+from raytpu.plan.objects import objects
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ray"))
 from netpol import Pod, allowed

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from infra_support import NODE_POOL, PROJECT, ZONE, refused_alone, run_alone
-from raytpu.catalog import SliceShape, slice_shape
 from raytpu.components import SliceAutoscaling, TpuSlicePool, TpuSlicePoolArgs
 from raytpu.components.tpu_slice_pool import RESERVATION_KEY
-from raytpu.plan import PlannedResource, PlanResult
+from raytpu.facts.catalog import SliceShape, slice_shape
+from raytpu.plan.engine import PlannedResource, PlanResult
 
 CLUSTER_ID = f"projects/{PROJECT}/locations/{ZONE}/clusters/c"
 SA = f"c-nodes@{PROJECT}.iam.gserviceaccount.com"

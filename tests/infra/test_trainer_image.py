@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from infra_support import STACKS_DIR, refused_alone
 from raytpu.components import TrainerImageArgs
-from raytpu.config import ConfigError
-from raytpu.plan import PlanResult, load_stack_file, run_program
+from raytpu.config.stack import ConfigError
+from raytpu.plan.engine import PlanResult, load_stack_file, run_program
 
 IMAGE = "docker-build:index:Image"
 RAY_TYPES = ("kubernetes:ray.io/v1:RayCluster", "kubernetes:ray.io/v1:RayJob")

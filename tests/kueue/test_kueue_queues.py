@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 from kueue_support import cel_problems, kueue_problems
-from raytpu import versions
 from raytpu.components.kueue import chart_values, manager_config
 from raytpu.components.kueue_queues import (
     HostQuota,
@@ -20,10 +19,11 @@ from raytpu.components.kueue_queues import (
     TpuQuota,
 )
 from raytpu.components.ray_pod_templates import TPU_TOLERATION
-from raytpu.fit import parse_quantity
-from raytpu.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY, flavor_name
-from raytpu.manifests import objects
-from raytpu.plan import PlanResult, run_program
+from raytpu.config.fit import parse_quantity
+from raytpu.facts import versions
+from raytpu.plan.engine import PlanResult, run_program
+from raytpu.plan.objects import objects
+from raytpu.program.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY, flavor_name
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 from kueue_support import REPO, kueue_problems
-from raytpu.kueue_program import team_tables, tpu_flavors
-from raytpu.manifests import objects, write_plan_manifests
-from raytpu.plan import PlanResult, run_plan
-from raytpu.stack_file import load_stack_file
+from raytpu.config.file import load_stack_file
+from raytpu.operations.manifests import write_plan_manifests
+from raytpu.plan.engine import PlanResult, run_plan
+from raytpu.plan.kueue_tables import team_tables
+from raytpu.plan.objects import objects
+from raytpu.program.kueue_program import tpu_flavors
 
 STACKS = REPO / "stacks"
 
@@ -26,7 +28,8 @@ def test_prod_declares_two_teams_sharing_its_slices(prod: PlanResult) -> None:
     assert [t.name for t in teams] == ["vision", "speech"]
     shared = set(teams[0].slice_groups) & set(teams[1].slice_groups)
     assert shared == {"v5e-16"}
-    assert prod.warnings == [w for w in prod.warnings if not w.startswith("raytpu:teams")]
+    warnings = prod.warnings
+    assert warnings == [w for w in warnings if not w.startswith("raytpu:teams")]
 
 
 def test_manifests_write_valid_kueue_objects(prod: PlanResult, tmp_path: Path) -> None:

@@ -11,11 +11,9 @@ from typing import Any
 import pytest
 import yaml
 from kueue_support import REPO
-from raytpu.cli import app
-from raytpu.fit import parse_quantity
-from raytpu.manifests import objects
-from raytpu.plan import run_program
-from raytpu.workloads.team_job import (
+from raytpu.cli.app import app
+from raytpu.config.fit import parse_quantity
+from raytpu.operations.team_job import (
     ApplyError,
     TeamJob,
     apply_team_job,
@@ -23,6 +21,8 @@ from raytpu.workloads.team_job import (
     max_worker_groups,
     prepare_team_job,
 )
+from raytpu.plan.engine import run_program
+from raytpu.plan.objects import objects
 from typer.testing import CliRunner
 
 sys.path.insert(0, str(REPO / "tests" / "ray"))  # the KubeRay CRD and Pod validators
@@ -55,7 +55,7 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _job(stacks: Path, team: str = "vision", **kw: Any) -> TeamJob:
-    from raytpu.workloads.commands import TRAINER_FLAGS  # the CLI's defaults
+    from raytpu.cli.workloads import TRAINER_FLAGS  # the CLI's defaults
 
     trainer = {p.name: p.default for p in TRAINER_FLAGS} | {"log_every": 10}
     args: dict[str, Any] = {"slice_group": None, "slices": None, "run_name": "Run 7",
@@ -224,10 +224,10 @@ def test_apply_reports_an_existing_job_clearly(stacks: Path) -> None:
 
 def test_submit_team_applies_through_the_stack_credentials(
         stacks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import raytpu.status
+    import raytpu.operations.status
 
     api_client, pool = _client(201)
-    monkeypatch.setattr(raytpu.status, "connect", lambda *a: (api_client, "test"))
+    monkeypatch.setattr(raytpu.operations.status, "connect", lambda *a: (api_client, "test"))
     result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(stacks),
                                       "--team", "vision", "--run-name", "Run 7"])
     assert result.exit_code == 0, result.output

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from ray_support import SAMPLES, crd_problems, plan_ray, require_crds
-from raytpu.plan import PlanResult
+from raytpu.plan.engine import PlanResult
 
 
 @pytest.fixture(scope="session")

@@ -30,9 +30,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
-from raytpu.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, topology_chips
-from raytpu.config import StackConfig, parse_stack_config
-from raytpu.plan import PlanResult, load_stack_file, run_program
+from raytpu.config.stack import StackConfig
+from raytpu.config.validate import parse_stack_config
+from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, topology_chips
+from raytpu.plan.engine import PlanResult, load_stack_file, run_program
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS_DIR = REPO / "stacks"
@@ -88,7 +89,7 @@ def stack_files() -> list[str]:
 
 def ray_program(cfg: StackConfig, **build_kwargs: Any) -> Callable[[], None]:
     """A stack program that declares only the Ray layer, with a throwaway provider."""
-    from raytpu.ray_program import build_ray
+    from raytpu.program.ray_program import build_ray
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1\nkind: Config\n",

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 from ray_support import RAYCLUSTER, SAMPLES, STACKS_DIR, as_object, plan_ray, stack_files
-from raytpu.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
-from raytpu.names import SLICE_GROUP_LABEL
-from raytpu.plan import PlanResult, load_stack_file
-from raytpu.workloads.submit import build_submission
+from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
+from raytpu.facts.names import SLICE_GROUP_LABEL
+from raytpu.operations.submit import build_submission
+from raytpu.plan.engine import PlanResult, load_stack_file
 
 ray_autoscaler = pytest.importorskip("ray.autoscaler._private.kuberay.autoscaling_config")
 ray_tpu = pytest.importorskip("ray._private.accelerators.tpu")

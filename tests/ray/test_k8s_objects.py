@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 import pytest
 from ray_support import SAMPLES
 from raytpu.components import k8s_objects as thin
-from raytpu.plan import PlannedResource, run_program
+from raytpu.plan.engine import PlannedResource, run_program
 
 META: thin.ObjectMeta = {
     "name": "x", "namespace": "ray", "labels": {"a": "b"}, "annotations": {"k": "v"},

@@ -18,9 +18,9 @@ import jsonschema
 import pytest
 import yaml
 from ray_support import REPO, _path, as_object, raw_stack, stack_files, strict_schema
-from raytpu import versions
 from raytpu.components.monitoring import PODMONITORING_TYPE
-from raytpu.plan import PlanResult, run_program
+from raytpu.facts import versions
+from raytpu.plan.engine import PlanResult, run_program
 
 GMP_FILE = "monitoring.googleapis.com_podmonitorings.yaml"
 GMP_COMMIT = "2ffde4ec7b7e4ca1da4e32f36b692945b78a60e4"

@@ -9,9 +9,9 @@ import pytest
 from netpol import External, Pod, allowed
 from ray_support import SAMPLES, plan_ray
 from raytpu.components.network_policy import OperatorPeer, RayNetworkPoliciesArgs, policy_specs
-from raytpu.manifests import objects
-from raytpu.plan import PlanResult
-from raytpu.versions import Ports
+from raytpu.facts.versions import Ports
+from raytpu.plan.engine import PlanResult
+from raytpu.plan.objects import objects
 
 GCS, DASHBOARD, CLIENT, METRICS = (Ports.RAY_GCS, Ports.RAY_DASHBOARD, Ports.RAY_CLIENT,
                                    Ports.RAY_METRICS)

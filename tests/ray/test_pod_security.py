@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from pod_security import restricted_problems
 from ray_support import RAYCLUSTER, REPO, SAMPLES, plan_ray, raw_stack, stack_files
-from raytpu import versions
-from raytpu.plan import PlanResult
+from raytpu.facts import versions
+from raytpu.plan.engine import PlanResult
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 

@@ -9,9 +9,10 @@ import pytest
 import yaml
 from pulumi.runtime import settings
 from ray_support import SAMPLES, plan_ray, ray_program
-from raytpu.catalog import slice_shape
-from raytpu.config import ConfigError, StackConfig, parse_stack_config
-from raytpu.plan import run_program
+from raytpu.config.stack import ConfigError, StackConfig
+from raytpu.config.validate import parse_stack_config
+from raytpu.facts.catalog import slice_shape
+from raytpu.plan.engine import run_program
 
 RAW = SAMPLES["v4-fixed"]
 
@@ -116,7 +117,7 @@ def test_token_auth_needs_a_kuberay_with_auth_options() -> None:
 
 def test_cli_plan_exits_2_naming_the_key(tmp_path: Path) -> None:
     """The real CLI on the real program: a Ray-side problem is refused before anything."""
-    from raytpu.cli import app
+    from raytpu.cli.app import app
     from typer.testing import CliRunner
 
     name = "x" * 60
@@ -133,7 +134,7 @@ def test_operator_namespace_taken_by_the_webhook_chart() -> None:
 
 
 def test_ray_problems_lists_everything_without_declaring() -> None:
-    from raytpu.ray_program import ray_problems
+    from raytpu.program.ray_program import ray_problems
 
     # Structural validation only: config.py may also carry these rules.
     cfg = StackConfig.model_validate({"stack": "dev", **RAW,

@@ -10,11 +10,12 @@ from typing import Any
 import kubernetes_validate
 import yaml
 from ray_support import SAMPLES
-from raytpu.manifests import MARKER, api_version_of, write_plan_manifests
-from raytpu.plan import PlanResult, run_plan
-from raytpu.plan_ray_tables import ray_tables
-from raytpu.plan_render import render_table
-from raytpu.plan_tables import PlanTable
+from raytpu.operations.manifests import MARKER, write_plan_manifests
+from raytpu.plan.engine import PlanResult, run_plan
+from raytpu.plan.objects import api_version_of
+from raytpu.plan.ray_tables import ray_tables
+from raytpu.plan.render import render_table
+from raytpu.plan.tables import PlanTable
 from rich.console import Console
 
 Validate = Callable[[Mapping[str, Any]], list[str]]
@@ -95,7 +96,7 @@ def test_stale_generated_files_are_removed_others_kept(
 
 
 def test_manifests_of_a_stack_file_run_the_stack_program(tmp_path: Path) -> None:
-    """The CLI entry point end to end, on a stack file, through raytpu.program.build."""
+    """The CLI entry point end to end, on a stack file, through raytpu.program.stack.build."""
     stacks = tmp_path / "stacks"
     stacks.mkdir()
     (stacks / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": SAMPLES["v5e-elastic"]}))

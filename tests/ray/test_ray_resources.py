@@ -9,7 +9,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 from ray_support import RAYCLUSTER, RAYJOB, SAMPLES, as_object, pod_templates, validate_pod
-from raytpu.catalog import slice_shape
 from raytpu.components.ray_resources import (
     AutoscalerOptionsArgs,
     GcsFaultToleranceOptionsArgs,
@@ -20,7 +19,8 @@ from raytpu.components.ray_resources import (
     RayJobSpecArgs,
     WorkerGroupSpecArgs,
 )
-from raytpu.plan import run_program
+from raytpu.facts.catalog import slice_shape
+from raytpu.plan.engine import run_program
 
 Validate = Callable[[Mapping[str, Any]], list[str]]
 RAW = SAMPLES["v4-fixed"]

@@ -1,6 +1,7 @@
 """Every RayCluster/RayJob the stacks produce: KubeRay CRD schema, Kubernetes pod schema, TPU
 rules. Two sources: the Ray layer run alone (build_ray) on the built-in samples and on every
-``stacks/Pulumi.*.yaml``, and the whole stack program (``run_plan``, ``raytpu.program.build``).
+``stacks/Pulumi.*.yaml``, and the whole stack program (``run_plan``,
+``raytpu.program.stack.build``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ray_support import (
     stack_files,
     validate_pod,
 )
-from raytpu.plan import PlanResult, run_plan
+from raytpu.plan.engine import PlanResult, run_plan
 
 Validate = Callable[[Mapping[str, Any]], list[str]]
 

@@ -1,4 +1,4 @@
-"""The Ray layer as the real stack program (``raytpu.program.build``) wires it, on every stack
+"""The Ray layer as the real stack program (``raytpu.program.stack.build``) wires it, on every stack
 file and on stacks written for one rule each: what the RayCluster and the operators wait for,
 which provider they use, which pools the worker groups select."""
 
@@ -20,7 +20,7 @@ from ray_support import (
     stack_files,
     validate_pod,
 )
-from raytpu.plan import PlanResult, run_plan
+from raytpu.plan.engine import PlanResult, run_plan
 
 Validate = Callable[[Mapping[str, Any]], list[str]]
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -120,7 +120,7 @@ def _node_labels(pool: Any) -> dict[str, str]:
     """The labels GKE puts on a TPU pool's nodes, from the pool's own inputs: accelerator and
     instance type from the machine type, topology from the placement policy (multi-host) or
     the machine's own chips (single-host)."""
-    from raytpu.catalog import GENERATIONS, slice_shape
+    from raytpu.facts.catalog import GENERATIONS, slice_shape
 
     machine = pool.inputs["nodeConfig"]["machineType"]
     (gen,) = [g for g in GENERATIONS.values() if machine in g.machine_types.values()]

@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 from ray_support import GSA, RAYCLUSTER, SAMPLES, plan_ray, run_program, semantic_problems
-from raytpu.catalog import MACHINE_RESOURCES, slice_shape
 from raytpu.components.ray_access import auth_secret_name
 from raytpu.components.ray_cluster_validation import args_problems, image_ray_version
 from raytpu.components.ray_pod_templates import worker_resources
 from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
-from raytpu.config import GENERATIONS
-from raytpu.plan import PlanError, PlanResult
+from raytpu.facts.catalog import GENERATIONS, MACHINE_RESOURCES, slice_shape
+from raytpu.plan.engine import PlanError, PlanResult
 
 SERVICE = "kubernetes:core/v1:Service"
 KSA = "kubernetes:core/v1:ServiceAccount"
@@ -176,14 +175,14 @@ def test_auth_secret_name_follows_kuberay(cluster: str, secret: str) -> None:
 
 
 def test_gke_addon_with_token_auth_warns_how_to_check() -> None:
-    from raytpu.config import parse_stack_config
+    from raytpu.config.validate import parse_stack_config, stack_warnings
 
     addon = {**SAMPLES["v4-fixed"], "raytpu:kuberay": {"mode": "gke-addon"}}
     cfg = parse_stack_config("dev", addon)
-    (w,) = [w for w in cfg.warnings if w.startswith("raytpu:ray.auth")]
+    (w,) = [w for w in stack_warnings(cfg) if w.startswith("raytpu:ray.auth")]
     assert "kubectl -n ray get raycluster raytpu -o jsonpath='{.spec.authOptions}'" in w
     helm = parse_stack_config("dev", dict(SAMPLES["v4-fixed"]))
-    assert not [w for w in helm.warnings if w.startswith("raytpu:ray.auth")]
+    assert not [w for w in stack_warnings(helm) if w.startswith("raytpu:ray.auth")]
 
 
 def test_outputs_give_the_port_forward_command(sample_plans: dict[str, PlanResult]) -> None:

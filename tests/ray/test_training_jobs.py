@@ -15,11 +15,12 @@ import yaml
 from pod_security import restricted_problems
 from ray_support import RAYJOB, SAMPLES, as_object, plan_ray, pod_templates, validate_pod
 from raytpu.components.ray_resources import RayClusterSpecArgs, RayJobSpecArgs
-from raytpu.config import ConfigError, parse_stack_config
-from raytpu.jobs_config import JobConfig
-from raytpu.names import SLICE_GROUP_LABEL
-from raytpu.plan import PlanResult
-from raytpu.training_job import training_rayjob
+from raytpu.config.jobs import JobConfig
+from raytpu.config.stack import ConfigError
+from raytpu.config.validate import parse_stack_config
+from raytpu.facts.names import SLICE_GROUP_LABEL
+from raytpu.plan.engine import PlanResult
+from raytpu.program.training_job import training_rayjob
 from raytpu.workloads.config import from_argv
 from raytpu.workloads.scaling import RUNTIME_ENV_VARS
 
@@ -121,7 +122,7 @@ def test_manifest_carries_extra_labels_and_namespace() -> None:
 
 
 def test_manifests_command_writes_the_rayjobs(plan: PlanResult, tmp_path: Path) -> None:
-    from raytpu.manifests import write_plan_manifests
+    from raytpu.operations.manifests import write_plan_manifests
 
     written = {p.name for p in write_plan_manifests(plan, tmp_path)}
     assert {"rayjob-pretrain.yaml", "rayjob-eval.yaml"} <= written

@@ -96,7 +96,7 @@ def _worker(
     try:
         import torch
         import torch.distributed as dist
-        from raytpu.catalog import slice_shape
+        from raytpu.facts.catalog import slice_shape
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.trainer import HostPlace, make_parallelism, train
 

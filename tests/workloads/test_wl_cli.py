@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from raytpu.cli import app
-from raytpu.workloads.commands import TRAINER_FLAGS
+from raytpu.cli.app import app
+from raytpu.cli.workloads import TRAINER_FLAGS
 from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
 from typer.testing import CliRunner
 
@@ -58,7 +58,7 @@ def test_train_without_local_points_to_submit() -> None:
 
 def test_commands_import_no_heavy_modules() -> None:
     code = (
-        "import sys, raytpu.cli; "
+        "import sys, raytpu.cli.app; "
         "print([m for m in ('torch', 'torch_xla', 'ray', 'numpy') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

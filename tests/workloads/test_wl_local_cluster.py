@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("ray.train")
 pytest.importorskip("torch_xla")
 
-from raytpu.catalog import slice_shape
+from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.config import LaunchOptions, TrainConfig
 from raytpu.workloads.local_cluster import LocalSlices
 from raytpu.workloads.processes import group_members
@@ -87,7 +87,7 @@ def test_nodes_look_like_a_v4_16_slice(cluster: LocalSlices) -> None:
 def test_submit_needs_the_clusters_token(cluster: LocalSlices,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # `raytpu submit`'s client against a real Ray 2.60 dashboard with token auth.
-    from raytpu.workloads.submit import Submission, SubmitError, send_submission
+    from raytpu.operations.submit import Submission, SubmitError, send_submission
 
     sub = Submission(address=f"http://127.0.0.1:{cluster.dashboard_port}",
                      entrypoint="python -c 'print(1)'", runtime_env={}, metadata={},

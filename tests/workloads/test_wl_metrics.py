@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from raytpu.catalog import slice_shape
+from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.config import ModelConfig
 from raytpu.workloads.flops import train_flops_per_token
 from raytpu.workloads.metrics import (

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from raytpu.catalog import slice_shape
-from raytpu.workloads.config import ModelConfig
-from raytpu.workloads.metrics import (
+from raytpu.facts.catalog import slice_shape
+from raytpu.facts.ray_metrics import (
     CHECKPOINT_STEP,
     MFU,
     RESTARTS,
@@ -21,6 +20,9 @@ from raytpu.workloads.metrics import (
     TAG_KEYS,
     TOKENS_PER_S,
     TRAINER_METRICS,
+)
+from raytpu.workloads.config import ModelConfig
+from raytpu.workloads.metrics import (
     MetricsSink,
     MfuBasis,
     RayMetricsExporter,

@@ -30,7 +30,7 @@ def test_spmd_data_parallel_trains_on_virtual_devices(tmp_path: Path, text_dir: 
         import numpy as np, torch, torch_xla
         import torch_xla.debug.metrics as met
         import torch_xla.runtime as xr
-        from raytpu.catalog import slice_shape
+        from raytpu.facts.catalog import slice_shape
         from raytpu.workloads.config import ModelConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.parallel import SpmdDataParallel

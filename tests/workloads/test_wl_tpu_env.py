@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from raytpu.catalog import slice_shape
+from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.tpu_env import TpuEnvError, check_host_indices, host_identity
 
 V4_16 = slice_shape("v4-16")

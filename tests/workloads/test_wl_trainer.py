@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 
 from no_ray import InProcessHooks, run_on_xla_cpu, run_processes  # noqa: E402
-from raytpu.catalog import slice_shape  # noqa: E402
+from raytpu.facts.catalog import slice_shape  # noqa: E402
 from raytpu.workloads.config import ModelConfig, TrainConfig  # noqa: E402
 from raytpu.workloads.metrics import MfuBasis  # noqa: E402
 from raytpu.workloads.trainer import HostPlace, make_parallelism, train  # noqa: E402
@@ -47,7 +47,7 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
     script = textwrap.dedent(
         f"""
         import dataclasses, json, torch_xla.debug.metrics as met
-        from raytpu.catalog import slice_shape
+        from raytpu.facts.catalog import slice_shape
         from raytpu.workloads.config import ModelConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.trainer import HostPlace, make_parallelism, train
@@ -112,7 +112,7 @@ def test_sync_free_adamw_matches_torch_adamw_and_resumes_exactly(
     script = textwrap.dedent(
         f"""
         import json, pathlib, torch, torch_xla
-        from raytpu.catalog import slice_shape
+        from raytpu.facts.catalog import slice_shape
         from raytpu.workloads.config import ModelConfig, OptimConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.model import ByteLM

@@ -1,0 +1,164 @@
+"""The ``raytpu`` command line: the product's interface.
+
+Stable contract (documented in README.md):
+
+* ``raytpu plan --stack NAME [--json] [--no-policies]``  what ``pulumi up`` would create,
+  offline, checked against the policy pack
+* ``raytpu manifests --stack NAME --out DIR`` the Kubernetes objects the stack applies
+* ``raytpu catalog [GENERATION]``            the TPU shapes this package knows
+* ``raytpu train --local --tpu v4-16 ...``   the trainer on a simulated slice (CPU)
+* ``raytpu submit --stack NAME ...``         the trainer on the stack's RayCluster
+* ``raytpu cost --stack NAME [--json]``      the fleet's price, hourly and monthly
+* ``raytpu status --stack NAME [--json]``    live slices, Ray pods and queues (Kubernetes API)
+
+Exit codes: 0 success, 2 bad input (config or flags; one line per problem on stderr),
+3 a mandatory policy violation (``plan``), 1 anything else. Heavy imports (pulumi, torch,
+ray) happen inside the commands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from raytpu.cli.fleet import cost_command, status_command
+from raytpu.cli.options import StackOpt, StacksDirOpt
+from raytpu.cli.workloads import register as register_workload_commands
+
+app = typer.Typer(
+    name="raytpu",
+    help="Ray on Cloud TPU multi-host slices on GKE: plan, render, train, submit.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+
+
+
+def fail(problems: list[str], code: int = 2) -> typer.Exit:
+    """Print one line per problem on stderr and return the Exit to raise."""
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+@app.command()
+def plan(
+    stack: StackOpt,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    stacks_dir: StacksDirOpt = None,
+    no_policies: Annotated[bool, typer.Option(
+        "--no-policies", help="Skip the policy pack (raytpu.policy.rules)")] = False,
+    policy_config: Annotated[Path | None, typer.Option(
+        "--policy-config", help="Policy config JSON, as pulumi's --policy-pack-config")] = None,
+    show_secrets: Annotated[bool, typer.Option(
+        "--show-secrets", help="Show secret values instead of [secret]")] = False,
+    diff_base: Annotated[Path | None, typer.Option(
+        "--diff", help="Compare with a plan saved by `raytpu plan --json` (BASE.json)")] = None,
+) -> None:
+    """Run the Pulumi program offline (mocked providers) and show what `pulumi up` would create."""
+    from raytpu.config.stack import ConfigError
+    from raytpu.plan.diff import DiffError, diff_plans, load_base, render_diff
+    from raytpu.plan.engine import PlanError, run_plan
+    from raytpu.plan.policies import load_policy_config, plan_policies
+    from raytpu.plan.render import render_plan
+
+    try:
+        pconfig = load_policy_config(policy_config)
+        base = load_base(diff_base) if diff_base is not None else None
+        result = run_plan(stack, stacks_dir, preview=True)
+        diff = diff_plans(base, result) if base is not None else None
+    except ConfigError as e:
+        raise fail(e.problems) from None
+    except PlanError as e:
+        raise fail([str(e)]) from None
+    except DiffError as e:
+        raise fail([f"--diff {diff_base}: {e}"]) from None
+    violations, blocking = plan_policies(result, enabled=not no_policies, config=pconfig)
+    if diff is not None:
+        if as_json:
+            sys.stdout.write(json.dumps(diff.to_dict(), indent=2) + "\n")
+        else:
+            render_diff(diff, violations)
+    elif as_json:
+        doc = result.to_dict(show_secrets)
+        if violations is not None:
+            doc["policies"] = [v.to_dict() for v in violations]
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_plan(result, violations, show_secrets=show_secrets)
+    if blocking:  # after printing everything, as `pulumi preview` does
+        raise fail(blocking, code=3)
+
+
+@app.command()
+def manifests(
+    stack: StackOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write YAML files into")],
+    stacks_dir: StacksDirOpt = None,
+) -> None:
+    """Write the Kubernetes objects the stack applies as YAML (for review or kubectl apply)."""
+    from raytpu.config.stack import ConfigError
+    from raytpu.operations.manifests import write_plan_manifests
+    from raytpu.plan.engine import PlanError, run_plan
+
+    try:
+        written = write_plan_manifests(run_plan(stack, stacks_dir), out)
+    except ConfigError as e:
+        raise fail(e.problems) from None
+    except PlanError as e:
+        raise fail([str(e)]) from None
+    for path in written:
+        print(path)
+
+
+@app.command()
+def catalog(
+    generation: Annotated[str | None, typer.Argument(help="v4, v5e, v5p or v6e")] = None,
+) -> None:
+    """List TPU slice shapes: accelerator type, topology, hosts, chips per host, machine type."""
+    from raytpu.facts.catalog import GENERATIONS, CatalogError, accelerator_types, slice_shape
+    from rich.console import Console
+    from rich.table import Table
+
+    if generation is not None and generation not in GENERATIONS:
+        raise fail([f"generation: {generation!r} is unknown; valid: {', '.join(GENERATIONS)}"])
+    table = Table("accelerator type", "topology", "hosts", "chips/host", "machine type", "label")
+    for gen in [generation] if generation else list(GENERATIONS):
+        for name in accelerator_types(gen)[:12]:
+            default = slice_shape(name)
+            shapes = [default]
+            multi_vm = GENERATIONS[gen].machine_types[GENERATIONS[gen].multi_host_chips_per_vm]
+            if not default.multi_host and default.machine_type != multi_vm:
+                with contextlib.suppress(CatalogError):  # v5e/v6e 2x4 is also two 4-chip VMs
+                    shapes.append(slice_shape(name, machine_type=multi_vm))
+            for s in shapes:
+                table.add_row(s.accelerator_type, s.topology, str(s.hosts), str(s.chips_per_vm),
+                              s.machine_type, s.generation.accelerator_label)
+    Console().print(table)
+
+
+register_workload_commands(app)
+app.command("cost")(cost_command)
+app.command("status")(status_command)
+
+
+def main() -> None:
+    try:
+        app()
+    finally:
+        # The Pulumi SDKs, gRPC and protobuf leave a few hundred thousand objects behind; the
+        # interpreter's final garbage collections would walk them all, up to a second after
+        # the output is written. Frozen, they are freed at exit without that walk.
+        gc.freeze()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""What a stack's ``raytpu:jobs`` derive from the stack (the trainer's settings) and the
+checks no field type can make (:func:`job_problems`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from raytpu.config.jobs import DNS1035, LAUNCH_OPTIONS, RAYJOB_NAME_MAX_LEN, JobConfig
+
+if TYPE_CHECKING:
+    from raytpu.config.stack import StackConfig
+    from raytpu.workloads.config import LaunchOptions, TrainConfig
+
+
+def train_config(cfg: StackConfig, job: JobConfig) -> tuple[TrainConfig, LaunchOptions]:
+    """The job's trainer and launcher settings, validated like ``raytpu submit``'s flags.
+    Raises :class:`~raytpu.workloads.train_options.BadFlags`."""
+    from raytpu.workloads.config import LaunchOptions
+    from raytpu.workloads.train_options import build_config, trainer_defaults
+
+    group = next(s for s in cfg.slices if s.name == job.slice_group)
+    shape = group.shape
+    given = job.train.model_dump(exclude_none=True)
+    launch = {k: given.pop(k) for k in LAUNCH_OPTIONS if k in given}
+    # On TPU a loss fetch is a host round-trip: every 10 steps unless asked (as submit).
+    trainer = {**trainer_defaults(), "log_every": 10, **given}
+    train = build_config(
+        tpu=shape.accelerator_type, topology=shape.topology, chips_per_host=shape.chips_per_vm,
+        slices=job.slices or group.initial_slices or 1, check_data=False, **trainer,
+    )
+    opts = LaunchOptions(
+        storage_path=cfg.checkpoint_uri, run_name=launch.get("run_name", job.name),
+        max_failures=launch.get("max_failures", LaunchOptions.max_failures),
+        progress=False, slice_group=group.name,
+    )
+    return train, opts
+
+
+def job_problems(cfg: StackConfig) -> list[str]:
+    """What no field type can check: names, the slice group, the slice count, the TTL rule
+    and the trainer's options (the trainer's own validation, keyed by stack path)."""
+    from raytpu.workloads.train_options import BadFlags
+
+    problems: list[str] = []
+    groups = {s.name: s for s in cfg.slices}
+    seen: set[str] = set()
+    for i, job in enumerate(cfg.jobs):
+        key = f"raytpu:jobs[{i}]"
+        if not DNS1035.match(job.name) or len(job.name) > RAYJOB_NAME_MAX_LEN:
+            problems.append(f"{key}.name: {job.name!r} must be a DNS label (lowercase letters, "
+                            "digits, '-', starting with a letter) of at most "
+                            f"{RAYJOB_NAME_MAX_LEN} characters (KubeRay's RayJob limit)")
+        if job.name in seen:
+            problems.append(f"{key}.name: {job.name!r} is used by another job")
+        seen.add(job.name)
+        group = groups.get(job.slice_group)
+        if group is None:
+            problems.append(f"{key}.sliceGroup: {job.slice_group!r} is not a raytpu:slices "
+                            f"entry; valid: {', '.join(groups)}")
+            continue
+        if job.slices is not None and job.slices > group.max_slices:
+            problems.append(f"{key}.slices: {job.slices} is more than raytpu:slices entry "
+                            f"{group.name!r} has ({group.max_slices})")
+        if job.ttl_seconds_after_finished and not job.shutdown_after_job_finishes:
+            # KubeRay validateDeletionConfiguration.
+            problems.append(f"{key}.ttlSecondsAfterFinished: needs shutdownAfterJobFinishes: "
+                            "true (KubeRay rejects it otherwise)")
+        try:
+            train_config(cfg, job)
+        except BadFlags as e:
+            problems += [_train_problem(key, p) for p in e.problems]
+    return problems
+
+
+def _train_problem(key: str, problem: str) -> str:
+    """``--n-layers: 0 must be positive`` -> ``raytpu:jobs[0].train.nLayers: 0 must ...``."""
+    flag, sep, rest = problem.partition(": ")
+    if not flag.startswith("--") or not sep:
+        return f"{key}.train: {problem}"
+    head, *tail = flag[2:].split("-")
+    return f"{key}.train.{head}{''.join(t.title() for t in tail)}: {rest}"

@@ -1,0 +1,69 @@
+"""``raytpu:jobs``: training jobs a stack declares, each emitted as a ``ray.io/v1`` RayJob
+that creates its own RayCluster from one of the stack's slice groups (the GitOps path;
+``raytpu submit`` stays the interactive one). The RayJob itself is rendered by
+:func:`raytpu.program.training_job.training_rayjob`.
+
+A job's ``train`` takes the trainer's options under the names of ``raytpu submit``'s flags
+in camelCase (``steps``, ``nLayers``, ``batchPerHost``, ..., ``logEvery``, ``maxFailures``,
+``runName``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+from raytpu.config.base import ConfigModel
+
+# KubeRay 1.7.0 utils/constant.go: MaxRayJobNameLength = MaxRayClusterNameLength (53) - 6,
+# room for the "-xxxxx" suffix of the RayCluster a RayJob creates; and a DNS-1035 label
+# (utils/validation.go ValidateRayJobMetadata).
+RAYJOB_NAME_MAX_LEN = 47
+DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+class TrainOptions(ConfigModel):
+    """A job's ``train``: the trainer's options under ``raytpu submit``'s flag names in
+    camelCase; unset ones keep the trainer's defaults (``logEvery``: 10 on TPU, as submit)."""
+
+    steps: int | None = Field(None, ge=1)
+    data: str | None = None
+    """Folder, file or ``gs://`` prefix of text, as the cluster sees it."""
+    checkpoint_every: int | None = Field(None, ge=1)
+    batch_per_host: int | None = Field(None, ge=1)
+    n_layers: int | None = Field(None, ge=1)
+    d_model: int | None = Field(None, ge=1)
+    n_heads: int | None = Field(None, ge=1)
+    seq_len: int | None = Field(None, ge=1)
+    lr: float | None = Field(None, gt=0)
+    warmup_steps: int | None = Field(None, ge=0)
+    seed: int | None = None
+    compile: bool | None = None
+    log_every: int | None = Field(None, ge=1)
+    max_failures: int | None = Field(None, ge=0)
+    """Worker-group restarts Ray Train may do."""
+    run_name: str | None = None
+    """Run folder under the checkpoint bucket (the resume key); default: the job's name."""
+
+
+LAUNCH_OPTIONS = ("max_failures", "run_name")
+
+
+class JobConfig(ConfigModel):
+    """One entry of ``raytpu:jobs``."""
+
+    name: str
+    """The RayJob's name: a DNS-1035 label of at most 47 characters."""
+    slice_group: str
+    """The ``raytpu:slices`` entry (by ``name``) whose slices the job runs on."""
+    slices: int | None = Field(None, ge=1)
+    """Slices of that group for the job (multislice above 1); default: the entry's count."""
+    train: TrainOptions = TrainOptions()
+    """The trainer's options."""
+    shutdown_after_job_finishes: bool = True
+    """Delete the job's RayCluster when the job ends (its TPU slices go back to zero)."""
+    ttl_seconds_after_finished: int | None = Field(None, ge=0)
+    """Seconds the finished RayCluster is kept (needs ``shutdownAfterJobFinishes``)."""
+    active_deadline_seconds: int | None = Field(None, ge=1)
+    """Fail the job after this many seconds."""
+    backoff_limit: int | None = Field(None, ge=0)
+    """Retries of the whole job, each on a new RayCluster."""

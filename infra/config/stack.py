@@ -1,0 +1,296 @@
+"""Stack configuration: the typed models a stack file is parsed into (once, at the edge;
+:func:`raytpu.config.validate.parse_stack_config` parses and checks).
+
+The input is the flat ``config:`` map of a ``stacks/Pulumi.<stack>.yaml`` file
+(``{"gcp:project": ..., "raytpu:zone": ..., "raytpu:slices": [...]}``). Every problem
+becomes one line naming the key path, the bad value and the valid choices; nothing
+downstream ever sees raw config.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+from raytpu.config.base import ConfigModel as _Model
+from raytpu.config.base import Quantity
+from raytpu.config.jobs import JobConfig
+from raytpu.config.teams import TeamConfig
+from raytpu.facts import versions
+from raytpu.facts.catalog import SliceShape, slice_shape
+
+NAMESPACE = "raytpu"
+
+
+class ConfigError(Exception):
+    """One or more problems in a stack's configuration, each a full sentence."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class Autoscaling(_Model):
+    """Elastic slices: how many slices of this shape may exist at once."""
+
+    min: int = Field(0, ge=0)
+    max: int = Field(ge=1)
+
+
+class SliceGroupConfig(_Model):
+    """One entry of ``raytpu:slices``: ``count`` slices of one TPU shape."""
+
+    name: str
+    tpu: str
+    topology: str | None = None
+    count: int = Field(1, ge=1)
+    autoscaling: Autoscaling | None = None
+    spot: bool = False
+    reservation: str | None = None
+    machine_type: str | None = None
+    env: dict[str, str] = {}
+    """Extra environment of this group's Ray containers (e.g. TPU runtime flags)."""
+    labels: dict[str, str] = {}
+    """Ray node labels of this group's hosts (also on their pods)."""
+    ray_resources: dict[str, Quantity] = {}
+    """Extra Ray logical resources of each host of this group."""
+
+    @cached_property
+    def shape(self) -> SliceShape:
+        return slice_shape(self.tpu, self.topology, self.machine_type)
+
+    @property
+    def elastic(self) -> bool:
+        return self.autoscaling is not None
+
+    @property
+    def min_slices(self) -> int:
+        return self.autoscaling.min if self.autoscaling else self.count
+
+    @property
+    def max_slices(self) -> int:
+        return self.autoscaling.max if self.autoscaling else self.count
+
+    @property
+    def initial_slices(self) -> int:
+        """Slices Ray asks for at start: ``count``, clamped into the autoscaling range."""
+        return min(max(self.count, self.min_slices), self.max_slices)
+
+
+class AuthorizedNetwork(_Model):
+    cidr_block: str
+    display_name: str = "allowed"
+
+
+class SystemPool(_Model):
+    """The CPU node pool for kube-system, the operators and the Ray head."""
+
+    # Ranges are checked once, by raytpu.components.SystemPoolArgs.
+    machine_type: str = "n2-standard-8"
+    min_nodes: int = 1
+    max_nodes: int = 3
+    disk_size_gb: int = 100
+
+
+class ClusterConfig(_Model):
+    name: str = "raytpu"
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    min_master_version: str | None = None
+    regional: bool = False
+    deletion_protection: bool = True
+    master_ipv4_cidr_block: str = "172.16.0.32/28"
+    master_authorized_networks: list[AuthorizedNetwork] = []
+    private_endpoint: bool = False
+    dns_endpoint: bool = False
+    """Allow outside traffic on GKE's DNS-based control-plane endpoint (IAM-authorized);
+    the kubeconfig and the Kubernetes provider use it."""
+    system_pool: SystemPool = SystemPool()
+    dataplane_v2: bool = True
+    """GKE Dataplane V2, which enforces the NetworkPolicies. Set at creation: changing it
+    replaces the cluster."""
+    security_group: str | None = None
+    """``gke-security-groups@<domain>``: lets RBAC bindings name Google Groups."""
+
+
+class ExistingNetwork(_Model):
+    network: str
+    subnetwork: str
+    pods_range_name: str
+    services_range_name: str
+
+
+class NetworkConfig(_Model):
+    create: bool = True
+    subnet_cidr: str = "10.0.0.0/20"
+    pods_cidr: str = "10.16.0.0/14"
+    services_cidr: str = "10.20.0.0/20"
+    existing: ExistingNetwork | None = None
+    iap_ssh: bool = False
+    ray_access_cidrs: list[str] = []
+
+
+class KubeRayConfig(_Model):
+    mode: Literal["helm", "gke-addon"] = "helm"
+    version: str = versions.KUBERAY_VERSION
+    namespace: str = "kuberay-system"
+    webhook_version: str = versions.CHARTS["kuberay-tpu-webhook"].version
+    cert_manager_version: str = versions.CHARTS["cert-manager"].version
+    webhook_image: str | None = None
+    """TPU webhook image (helm mode); default ``versions.TPU_WEBHOOK_IMAGE``."""
+    multi_host_indexing: bool | None = None
+    """KubeRay's RayMultiHostIndexing gate (helm mode); default: what the webhook image handles."""
+
+
+class ImageBuildConfig(_Model):
+    """``raytpu:ray.imageBuild``: how the stack builds the trainer image (when
+    ``raytpu:ray.image`` is not given)."""
+
+    context: str = "."
+    """Build context (the repository root), relative to the Pulumi project directory."""
+    dockerfile: str = "workloads/Dockerfile"
+    """Relative to the Pulumi project directory."""
+
+
+class RayConfig(_Model):
+    version: str = versions.RAY_VERSION
+    cluster_name: str = "raytpu"
+    namespace: str = "ray"
+    service_account: str = "ray-workload"
+    image: str | None = None
+    """An image built elsewhere (e.g. in CI), by tag or better digest. Unset: the stack
+    builds workloads/Dockerfile and pushes it to its Artifact Registry repository, and the
+    pods name it by digest."""
+    image_build: ImageBuildConfig = ImageBuildConfig()
+    image_tag: str = "latest"
+    """The tag the stack's build pushes (pods use the digest)."""
+    idle_timeout_seconds: int = Field(600, ge=0)
+    head_cpu: Quantity = "4"
+    head_memory: Quantity = "16Gi"
+    head_env: dict[str, str] = {}
+    """Extra environment of the head's Ray container."""
+    head_labels: dict[str, str] = {}
+    """Ray node labels of the head."""
+    head_ray_resources: dict[str, Quantity] = {}
+    """Extra Ray logical resources of the head."""
+    dashboard_internal_lb: bool = False
+    auth: Literal["token", "disabled"] = "token"
+    """Ray token authentication for the dashboard, Job Submission API and GCS."""
+
+
+class StorageConfig(_Model):
+    bucket: str | None = None
+    """Checkpoint bucket name; default ``<project>-<stack>-raytpu``."""
+    location: str | None = None
+    retention_days: int = Field(30, ge=1)
+    """Days a deleted/overwritten checkpoint object is kept (as a noncurrent version)."""
+    noncurrent_versions: int = Field(1, ge=0)
+    """Noncurrent versions kept per object at most; live objects are never expired."""
+    force_destroy: bool = False
+
+
+class RegistryConfig(_Model):
+    create: bool = True
+    repository: str = "raytpu"
+
+
+class ProjectConfig(_Model):
+    """``raytpu:project``: what the stack may change on the GCP project itself."""
+
+    enable_apis: bool = True
+    """Enable the Google APIs the stack needs (``raytpu.program.apis.STACK_APIS``); false for
+    projects whose APIs are managed elsewhere."""
+
+
+class PriceOverride(_Model):
+    """Negotiated prices of one TPU generation, USD per chip-hour (``raytpu:cost.prices``)."""
+
+    on_demand: float | None = Field(None, ge=0)
+    spot: float | None = Field(None, ge=0)
+    reservation: float | None = Field(None, ge=0)
+
+
+class CostConfig(_Model):
+    """``raytpu:cost``: prices that replace the list prices of :mod:`raytpu.facts.prices`."""
+
+    prices: dict[str, PriceOverride] = {}
+    """Per TPU generation (v4, v5e, v5p, v6e)."""
+    machines: dict[str, float] = {}
+    """USD per VM-hour of CPU machine types (the system pool), e.g. ``n2-standard-8: 0.35``."""
+
+
+class MonitoringConfig(_Model):
+    """``raytpu:monitoring``: the Cloud Monitoring dashboard and the slice alert."""
+
+    enabled: bool = True
+    alert_after: str = "10m"
+    """How long a slice group may have fewer available slices than it should before the
+    alert fires: ``<n>s``, ``<n>m`` or ``<n>h``, a whole number of minutes."""
+    notification_channels: list[str] = []
+    """``projects/<p>/notificationChannels/<id>`` of the channels the alert notifies."""
+
+    @property
+    def alert_after_seconds(self) -> int:
+        m = re.fullmatch(r"(\d+)([smh])", self.alert_after)
+        if not m:
+            raise ValueError(self.alert_after)
+        return int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+class StackConfig(_Model):
+    """The whole validated stack: what the program and the CLI work from."""
+
+    stack: str = Field(alias="stack")
+    project: str = Field(alias="gcp:project")
+    zone: str = Field(alias="raytpu:zone")
+    slices: list[SliceGroupConfig] = Field(alias="raytpu:slices", min_length=1)
+    cluster: ClusterConfig = Field(ClusterConfig(), alias="raytpu:cluster")
+    network: NetworkConfig = Field(NetworkConfig(), alias="raytpu:network")
+    kuberay: KubeRayConfig = Field(KubeRayConfig(), alias="raytpu:kuberay")
+    ray: RayConfig = Field(RayConfig(), alias="raytpu:ray")
+    storage: StorageConfig = Field(StorageConfig(), alias="raytpu:storage")
+    registry: RegistryConfig = Field(RegistryConfig(), alias="raytpu:registry")
+    project_settings: ProjectConfig = Field(ProjectConfig(), alias="raytpu:project")
+    teams: list[TeamConfig] = Field([], alias="raytpu:teams")
+    jobs: list[JobConfig] = Field([], alias="raytpu:jobs")
+    """Training jobs emitted as RayJobs (:mod:`raytpu.config.jobs`)."""
+    """Teams sharing the fleet through Kueue; empty: one RayCluster, no queueing."""
+    cost: CostConfig = Field(CostConfig(), alias="raytpu:cost")
+    monitoring: MonitoringConfig = Field(MonitoringConfig(), alias="raytpu:monitoring")
+
+    # Keys of other namespaces that a stack file may carry and we ignore (providers').
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+
+    @property
+    def region(self) -> str:
+        return self.zone.rsplit("-", 1)[0]
+
+    @property
+    def cluster_location(self) -> str:
+        return self.region if self.cluster.regional else self.zone
+
+    @property
+    def bucket_name(self) -> str:
+        return self.storage.bucket or f"{self.project}-{self.stack}-raytpu"
+
+    @property
+    def checkpoint_uri(self) -> str:
+        """Where Ray Train runs keep checkpoints (Ray pods get it as RAYTPU_CHECKPOINT_URI)."""
+        return f"gs://{self.bucket_name}/runs"
+
+    @property
+    def builds_image(self) -> bool:
+        """The stack builds and pushes the trainer image (no ``raytpu:ray.image`` given)."""
+        return self.ray.image is None
+
+    @property
+    def image(self) -> str:
+        """The image by reference: the user's, or the stack build's tag (pods get the
+        build's digest, known once it is pushed)."""
+        if self.ray.image:
+            return self.ray.image
+        return (
+            f"{self.region}-docker.pkg.dev/{self.project}/{self.registry.repository}"
+            f"/raytpu:{self.ray.image_tag}"
+        )

@@ -1,0 +1,134 @@
+"""What a stack's teams derive from the whole stack (checkpoint locations, buckets, nominal
+quotas) and the checks no field type can make (:func:`team_problems`,
+:func:`team_warnings`), which :func:`raytpu.config.validate.parse_stack_config` runs."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from raytpu.config.teams import (
+    MEMBER_KINDS,
+    RESERVED_NAMESPACE_PREFIXES,
+    RESERVED_NAMESPACES,
+    TEAM_NAME_MAX_LEN,
+    TeamConfig,
+)
+from raytpu.facts.names import DNS_LABEL
+
+if TYPE_CHECKING:
+    from raytpu.config.stack import SliceGroupConfig, StackConfig
+
+_EMAIL = re.compile(r"^[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$")
+
+
+def team_checkpoint_uri(cfg: StackConfig, team: TeamConfig) -> str:
+    """Where a team's runs keep checkpoints: its prefix of the stack's bucket
+    (``bucketAccess: prefix``) or a bucket of its own (``bucket``), which only its identity
+    may write."""
+    if team.bucket_access == "bucket":
+        return f"gs://{team_bucket_name(cfg, team.name)}/runs"
+    return f"gs://{cfg.bucket_name}/teams/{team.name}/runs"
+
+
+def team_bucket_name(cfg: StackConfig, team: str) -> str:
+    """The bucket of a team with ``bucketAccess: bucket``: the stack's bucket name plus the
+    team's (GCS names are global; at most 63 characters, checked by :func:`team_problems`)."""
+    return f"{cfg.bucket_name}-{team}"
+
+
+def _member_problem(member: str) -> str | None:
+    kind, sep, email = member.partition(":")
+    if not sep or kind not in MEMBER_KINDS or not _EMAIL.match(email):
+        kinds = ", ".join(f"{k}:EMAIL" for k in MEMBER_KINDS)
+        return f"{member!r} is not an IAM member; write {kinds} (e.g. group:ml-vision@example.com)"
+    return None
+
+
+def _reserved_namespaces(cfg: StackConfig) -> set[str]:
+    return {*RESERVED_NAMESPACES, cfg.ray.namespace, cfg.kuberay.namespace}
+
+
+def _quota_problems(key: str, quota: dict[str, int],
+                    groups: dict[str, tuple[int, SliceGroupConfig]], *, fleet_cap: bool
+                    ) -> list[str]:
+    problems: list[str] = []
+    for group, slices in quota.items():
+        if group not in groups:
+            problems.append(f"{key}.{group}: unknown slice group; valid: {', '.join(groups)} "
+                            "(the names of raytpu:slices)")
+            continue
+        i, s = groups[group]
+        if fleet_cap and slices > s.max_slices:
+            limit = "autoscaling.max" if s.autoscaling else "count"
+            problems.append(
+                f"{key}.{group}: {slices} slices, but the fleet never holds more than "
+                f"{s.max_slices} (raytpu:slices[{i}].{limit}): a job needing them would "
+                "never be admitted")
+    return problems
+
+
+def team_problems(cfg: StackConfig) -> list[str]:
+    """Every ``raytpu:teams`` problem no field type can catch, each naming its key path."""
+    problems: list[str] = []
+    groups = {s.name: (i, s) for i, s in enumerate(cfg.slices)}
+    reserved = _reserved_namespaces(cfg)
+    seen: set[str] = set()
+    for t, team in enumerate(cfg.teams):
+        key = f"raytpu:teams[{t}]"
+        name = team.name
+        if not DNS_LABEL.match(name) or len(name) > TEAM_NAME_MAX_LEN:
+            problems.append(
+                f"{key}.name: {name!r} must be a DNS label (lowercase letters, digits, '-', "
+                f"starting with a letter) of at most {TEAM_NAME_MAX_LEN} characters")
+        elif name in reserved or name.startswith(RESERVED_NAMESPACE_PREFIXES):
+            problems.append(
+                f"{key}.name: {name!r} is the team's namespace and collides with a system "
+                f"namespace (reserved: {', '.join(sorted(reserved))} and "
+                f"{', '.join(p + '*' for p in RESERVED_NAMESPACE_PREFIXES)})")
+        if name in seen:
+            problems.append(f"{key}.name: {name!r} is used by another team; names must be unique")
+        seen.add(name)
+        for m, member in enumerate(team.members):
+            problem = _member_problem(member)
+            if problem:
+                problems.append(f"{key}.members[{m}]: {problem}")
+        if team.bucket_access == "bucket" and len(team_bucket_name(cfg, name)) > 63:
+            problems.append(
+                f"{key}.bucketAccess: the team's bucket {team_bucket_name(cfg, name)!r} would "
+                "be longer than GCS's 63 characters; shorten the team name or "
+                "raytpu:storage.bucket, or use bucketAccess: prefix")
+        problems += _quota_problems(f"{key}.quota", team.quota, groups, fleet_cap=True)
+        problems += _quota_problems(f"{key}.borrowing", team.borrowing, groups, fleet_cap=False)
+    return problems
+
+
+def nominal_slices(cfg: StackConfig) -> dict[str, int]:
+    """Per slice group: the slices all teams' nominal quotas add up to."""
+    out: dict[str, int] = {}
+    for team in cfg.teams:
+        for group, slices in team.quota.items():
+            out[group] = out.get(group, 0) + slices
+    return out
+
+
+def team_warnings(cfg: StackConfig) -> list[str]:
+    """Quotas the fleet can hold per team but not all at once (over-subscription)."""
+    out: list[str] = []
+    for i, s in enumerate(cfg.slices):
+        total = nominal_slices(cfg).get(s.name, 0)
+        if total and s.min_slices:
+            key = "autoscaling.min" if s.autoscaling else "count"
+            out.append(
+                f"raytpu:teams: the stack's shared RayCluster (raytpu:ray) always holds "
+                f"{s.min_slices} slice(s) of {s.name!r} (raytpu:slices[{i}].{key}) outside "
+                "Kueue's quotas: team jobs admitted there wait for nodes it keeps; make the "
+                "group elastic with autoscaling.min: 0, or keep teams off it")
+        if total > s.max_slices:
+            owners = ", ".join(f"{t.name} {t.quota[s.name]}" for t in cfg.teams
+                               if s.name in t.quota)
+            out.append(
+                f"raytpu:teams: nominal quotas on slice group {s.name!r} add up to {total} "
+                f"slices ({owners}), more than the fleet's {s.max_slices} "
+                f"(raytpu:slices[{i}]): Kueue may admit jobs that then wait for nodes")
+    return out

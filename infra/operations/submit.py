@@ -1,0 +1,166 @@
+"""``raytpu submit``: the trainer as a Ray job on a stack's RayCluster.
+
+The submission is built from the stack's validated config (TPU shape, slices, bucket)
+and is plain data, so ``--dry-run`` prints it without contacting anything. The job's
+entrypoint is the launcher; the image (workloads/Dockerfile) already holds this package,
+so the runtime environment only carries environment variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from raytpu.workloads import ray_auth
+from raytpu.workloads.config import LaunchOptions, to_argv
+from raytpu.workloads.scaling import RUNTIME_ENV_VARS
+from raytpu.workloads.train_options import BadFlags, build_config
+
+
+class SubmitError(RuntimeError):
+    """The Job Submission API could not be reached or refused the job."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    address: str
+    entrypoint: str
+    runtime_env: dict[str, Any]
+    metadata: dict[str, str]
+    cluster_name: str
+    namespace: str
+    storage_path: str
+    auth: str = "token"
+    """The stack's ``raytpu:ray.auth``: with ``token`` the Job Submission API needs the token."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def port_forward_hint(self) -> str:
+        return (
+            "reach the Ray dashboard with: kubectl port-forward "
+            f"svc/{self.cluster_name}-head-svc 8265:8265 -n {self.namespace}"
+        )
+
+    @property
+    def token_hint(self) -> str:
+        from raytpu.components.ray_access import auth_token_command
+
+        return "get it with: " + auth_token_command(self.cluster_name, self.namespace)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "address": self.address,
+            "auth": self.auth,
+            "entrypoint": self.entrypoint,
+            "runtime_env": self.runtime_env,
+            "metadata": self.metadata,
+            "storage_path": self.storage_path,
+            **self.extra,
+        }
+
+
+def load_stack(stack: str, stacks_dir: Path) -> Any:
+    """The stack's validated config (``raytpu.config.stack.StackConfig``)."""
+    from raytpu.config.file import StackFileError, load_stack_file, stack_file_path
+    from raytpu.config.stack import ConfigError
+    from raytpu.config.validate import parse_stack_config
+
+    try:
+        raw = load_stack_file(stack, stacks_dir)  # the loader `raytpu plan` uses
+    except StackFileError as e:
+        raise BadFlags(e.problems) from None
+    try:
+        return parse_stack_config(stack, raw)
+    except ConfigError as e:
+        path = stack_file_path(stack, stacks_dir)
+        raise BadFlags([f"{path}: {p}" for p in e.problems]) from None
+
+
+def build_submission(
+    *,
+    stack: str,
+    stacks_dir: Path,
+    slice_group: str | None,
+    slices: int | None,
+    address: str,
+    run_name: str,
+    max_failures: int,
+    trainer: dict[str, Any],
+    storage_path: str | None = None,
+) -> Submission:
+    """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`.
+    ``storage_path``: where checkpoints go (default the stack's; a team's own for --team)."""
+    cfg = load_stack(stack, stacks_dir)
+    groups = {s.name: s for s in cfg.slices}
+    if slice_group is None:
+        group = cfg.slices[0]
+    elif slice_group in groups:
+        group = groups[slice_group]
+    else:
+        raise BadFlags([f"--slice-group: {slice_group!r} is not a slice of stack {stack!r}; "
+                        f"valid: {', '.join(groups)}"])
+    n_slices = group.initial_slices if slices is None else slices
+    if not 1 <= n_slices <= group.max_slices:
+        raise BadFlags([f"--slices: {n_slices} is outside 1..{group.max_slices} "
+                        f"(raytpu:slices entry {group.name!r})"])
+    if max_failures < 0:
+        raise BadFlags([f"--max-failures: {max_failures} must not be negative"])
+    shape = group.shape
+    # The slice exactly as the stack declares it (topology, VM size), not catalog defaults.
+    train_cfg = build_config(
+        tpu=shape.accelerator_type, topology=shape.topology, chips_per_host=shape.chips_per_vm,
+        slices=n_slices, check_data=False, **trainer
+    )
+    storage_path = storage_path or cfg.checkpoint_uri
+    opts = LaunchOptions(
+        storage_path=storage_path, run_name=run_name, max_failures=max_failures,
+        progress=False,  # job logs are not a terminal
+        slice_group=group.name,
+    )
+    entrypoint = shlex.join(
+        ["python", "-m", "raytpu.workloads.launcher", *to_argv(train_cfg, opts)]
+    )
+    return Submission(
+        address=address,
+        entrypoint=entrypoint,
+        runtime_env={"env_vars": dict(RUNTIME_ENV_VARS)},
+        metadata={"stack": stack, "run_name": run_name, "tpu": shape.accelerator_type,
+                  "slice_group": group.name, "slices": str(n_slices)},
+        cluster_name=cfg.ray.cluster_name,
+        namespace=cfg.ray.namespace,
+        storage_path=storage_path,
+        auth=cfg.ray.auth,
+        extra={"image": cfg.image, "slice_group": group.name, "topology": shape.topology,
+               "hosts_per_slice": shape.hosts, "chips_per_host": shape.chips_per_vm},
+    )
+
+
+def send_submission(sub: Submission) -> str:
+    """Submit through the Job Submission API; returns the job id."""
+    try:
+        from ray.job_submission import JobSubmissionClient
+    except ImportError as e:
+        raise SubmitError(f"ray is not installed (pip install 'raytpu[workloads]'): {e}") from None
+    auth: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if sub.auth == "token":
+        if not ray_auth.has_token_in_env():
+            raise SubmitError(
+                "the stack's Ray cluster requires a token (raytpu:ray.auth: token) and neither "
+                f"{ray_auth.TOKEN_ENV} nor {ray_auth.TOKEN_PATH_ENV} is set; {sub.token_hint}")
+        auth = ray_auth.token_mode()  # the client sends the token only in token mode
+    try:
+        with auth:
+            client = JobSubmissionClient(sub.address)
+            job_id: str = client.submit_job(
+                entrypoint=sub.entrypoint, runtime_env=sub.runtime_env, metadata=sub.metadata
+            )
+    except Exception as e:  # connection refused, HTTP errors: one line, with the fix
+        refused = type(e).__name__ == "AuthenticationError"  # ray.exceptions: 401/403
+        hint = sub.token_hint if refused else sub.port_forward_hint
+        first = next((ln for ln in str(e).splitlines() if ln.strip()), "")  # Ray's run long
+        raise SubmitError(f"cannot submit to {sub.address}: {type(e).__name__}: {first}. {hint}"
+                          ) from None
+    return job_id

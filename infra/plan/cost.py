@@ -1,0 +1,149 @@
+"""``raytpu cost``: what a stack's fleet costs, from its config and one price table.
+
+Per slice group: chips per slice x price per chip-hour for the stack's region and capacity
+type (``spot``, ``reservation`` or ``on-demand``), at the configured ``count`` (``min``) and
+at the autoscaling maximum (``max``); the system pool's VMs from ``minNodes`` to
+``maxNodes``. Prices come from :mod:`raytpu.facts.prices` unless ``raytpu:cost`` overrides them.
+:func:`cost_of` is the one computation: ``raytpu cost``, ``raytpu plan`` (its summary and
+the ``cost`` object of ``--json``) and the pull-request preview all print its result.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from raytpu.facts import prices
+
+if TYPE_CHECKING:
+    from raytpu.config.stack import SliceGroupConfig, StackConfig
+
+# GKE spreads a regional cluster's node pools over the region's zones (three by default),
+# and node counts are per zone.
+REGIONAL_ZONES = 3
+
+
+def _range(lo: float | None, hi: float | None, digits: int) -> dict[str, float | None]:
+    return {"min": None if lo is None else round(lo, digits),
+            "max": None if hi is None else round(hi, digits)}
+
+
+def _per_hour_and_month(
+    price: float | None, units_lo: int, units_hi: int
+) -> dict[str, dict[str, float | None]]:
+    """``hourly`` and ``monthly`` ``{min, max}`` of ``units`` at ``price`` each per hour."""
+    if price is None:
+        return {"hourly": _range(None, None, 4), "monthly": _range(None, None, 2)}
+    lo, hi = price * units_lo, price * units_hi
+    return {"hourly": _range(lo, hi, 4),
+            "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)}
+
+
+def capacity_of(s: SliceGroupConfig) -> str:
+    if s.spot:
+        return "spot"
+    return "reservation" if s.reservation else "on-demand"
+
+
+def _chip_price(cfg: StackConfig, s: SliceGroupConfig, capacity: str) -> tuple[float | None, str]:
+    """Price per chip-hour of a slice group and where it comes from."""
+    gen = s.shape.generation.name
+    override = cfg.cost.prices.get(gen)
+    key = {"on-demand": "on_demand", "spot": "spot", "reservation": "reservation"}[capacity]
+    if override is not None and getattr(override, key) is not None:
+        return float(getattr(override, key)), f"raytpu:cost.prices.{gen}"
+    listed = prices.chip_price(gen, cfg.region)
+    if listed is None:
+        return None, (f"no list price for TPU {gen} in {cfg.region}; set "
+                      f"raytpu:cost.prices.{gen}")
+    if capacity == "spot":
+        return listed.spot, "list (Spot, varies daily)"
+    if capacity == "reservation":
+        if listed.commitment_1y is not None:
+            return listed.commitment_1y, f"list 1-year commitment ({listed.commitment_source})"
+        return listed.on_demand, ("list on-demand (no commitment price listed; set "
+                                  f"raytpu:cost.prices.{gen}.reservation)")
+    return listed.on_demand, "list"
+
+
+def _group(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, Any]:
+    capacity = capacity_of(s)
+    price, source = _chip_price(cfg, s, capacity)
+    chips = s.shape.chips
+    lo, hi = s.initial_slices, s.max_slices
+    return {
+        "name": s.name,
+        "tpu": s.shape.accelerator_type,
+        "chips": chips,
+        "slices": {"min": lo, "max": hi},
+        "capacity": capacity,
+        "price_per_chip_hour": price,
+        "price_source": source,
+        **_per_hour_and_month(price, chips * lo, chips * hi),
+    }
+
+
+def _system_pool(cfg: StackConfig) -> dict[str, Any]:
+    pool = cfg.cluster.system_pool
+    zones = REGIONAL_ZONES if cfg.cluster.regional else 1
+    lo, hi = pool.min_nodes * zones, pool.max_nodes * zones
+    price: float | None
+    if pool.machine_type in cfg.cost.machines:
+        price, source = cfg.cost.machines[pool.machine_type], "raytpu:cost.machines"
+    else:
+        listed = prices.machine_price(pool.machine_type, cfg.region)
+        price = listed.on_demand if listed else None
+        source = "list" if listed else (
+            f"no list price for {pool.machine_type} in {cfg.region}; set "
+            f"raytpu:cost.machines.{pool.machine_type}")
+    return {
+        "name": "system",
+        "machine_type": pool.machine_type,
+        "nodes": {"min": lo, "max": hi},
+        "capacity": "on-demand",
+        "price_per_node_hour": price,
+        "price_source": source,
+        **_per_hour_and_month(price, lo, hi),
+    }
+
+
+def cost_of(cfg: StackConfig) -> dict[str, Any]:
+    """The stack's fleet cost as one JSON-ready object (documented in README "Cost")."""
+    groups = [_group(cfg, s) for s in cfg.slices]
+    system = _system_pool(cfg)
+    parts = [*groups, system]
+    unpriced = [p["name"] for p in parts if p["hourly"]["min"] is None]
+    lo = sum(p["hourly"]["min"] for p in parts if p["hourly"]["min"] is not None)
+    hi = sum(p["hourly"]["max"] for p in parts if p["hourly"]["max"] is not None)
+    return {
+        "currency": prices.CURRENCY,
+        "region": cfg.region,
+        "prices": {"source": prices.SOURCE, "date": prices.DATE,
+                   "hours_per_month": prices.HOURS_PER_MONTH},
+        "groups": groups,
+        "system_pool": system,
+        "total": {"hourly": _range(lo, hi, 4),
+                  "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)},
+        "unpriced": unpriced,
+        "excludes": "GKE cluster fee, disks, network egress, storage",
+    }
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def money_span(r: dict[str, float | None]) -> str:
+    """``$lo - $hi`` (or one amount when they are equal) of a ``{min, max}`` range."""
+    if r["min"] == r["max"]:
+        return _money(r["min"])
+    return f"{_money(r['min'])} - {_money(r['max'])}"
+
+
+def summary_line(cost: dict[str, Any]) -> str:
+    """One line for the plan's summary: the monthly range, and what is not priced."""
+    line = (f"fleet cost: {money_span(cost['total']['monthly'])} / month "
+            f"({money_span(cost['total']['hourly'])} / hour, {cost['currency']} list prices of "
+            f"{cost['prices']['date']})")
+    if cost["unpriced"]:
+        line += f"; not priced: {', '.join(cost['unpriced'])}"
+    return line

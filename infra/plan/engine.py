@@ -1,0 +1,380 @@
+"""The offline plan: run the real Pulumi program in-process with mocked providers.
+
+``pulumi.runtime.set_mocks`` replaces the engine and the providers, so no CLI, plugin
+or cloud account is needed. A recording monitor captures every registration with the
+options the mocks alone cannot see (protect, ignoreChanges, dependsOn, ...), under the URN
+the engine would give it.
+
+Two modes. ``preview=True`` (``raytpu plan``) is what ``pulumi preview`` sees before the
+first ``up``: a provider returns only the inputs it was given, so every computed output
+(cluster endpoint, CA certificate, service-account emails, ids, self links) and every
+value derived from one is unknown, and applies on unknowns do not run. The default
+(``preview=False``, the tests) gives computed outputs realistic fakes so that derived
+values such as the kubeconfig are built and can be checked for their shape.
+
+Mocks check this package's wiring and derived values; they do not check what GCP or the
+API server would accept. That second layer is ``pulumi preview`` in CI.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pulumi.output import Unknown
+from pulumi.runtime import Mocks
+from pulumi.runtime.rpc import UNKNOWN
+from raytpu.config.file import default_stacks_dir as default_stacks_dir
+from raytpu.config.file import load_stack_file as load_stack_file
+from raytpu.config.stack import ConfigError, StackConfig
+
+# The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
+from raytpu.config.validate import parse_stack_config, stack_warnings
+from raytpu.facts.urns import STACK_TYPE, qualified_type, resource_urn
+from raytpu.plan.cost import cost_of
+from raytpu.plan.values import presented, reveal
+
+PROJECT = "raytpu"
+FAKE_PROJECT_NUMBER = "123456789012"
+# A syntactically valid PEM body; kubeconfigs must carry base64 of a certificate.
+_FAKE_CA = base64.b64encode(
+    b"-----BEGIN CERTIFICATE-----\nMIIBmocked0ffline0plan0certificate\n-----END CERTIFICATE-----\n"
+).decode()
+
+
+class PlanError(Exception):
+    """The plan could not be produced (missing stack file, duplicate resource, ...)."""
+
+
+@dataclass
+class PlannedResource:
+    type: str
+    name: str
+    parent: str | None
+    """The parent's name (None: the stack), for readable tests; ``parent_urn`` is exact."""
+    custom: bool
+    inputs: dict[str, Any]
+    """Wire form: secrets carry Pulumi's secret signature, unknowns are ``UNKNOWN``."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """``dependsOn`` and ``provider`` are URNs."""
+    provider_version: str = ""
+    """Provider plugin version the SDK pinned (not in the JSON: it changes with upgrades)."""
+    urn: str = ""
+    """The URN ``pulumi preview`` gives it (:func:`raytpu.facts.urns.resource_urn`)."""
+    parent_urn: str | None = None
+
+    def to_dict(self, show_secrets: bool = False) -> dict[str, Any]:
+        """``raytpu plan --json``'s resource: secrets masked, unknown inputs ``null`` and
+        listed (``inputs.<path>``) in ``unknown``."""
+        unknown: list[str] = []
+        inputs = presented(self.inputs, "inputs", unknown, show_secrets)
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent_urn,
+            "inputs": inputs,
+            "options": self.options,
+            "unknown": sorted(unknown),
+        }
+
+
+@dataclass
+class PlanResult:
+    stack: str
+    config: StackConfig
+    resources: list[PlannedResource]
+    raw_outputs: dict[str, Any]
+    """The stack's outputs in wire form (secret signatures, ``UNKNOWN``)."""
+    preview: bool = False
+    """Computed values unknown, as before a first ``pulumi up`` (see the module doc)."""
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The stack's outputs, secrets unwrapped (unknowns stay ``UNKNOWN``)."""
+        revealed: dict[str, Any] = reveal(self.raw_outputs)
+        return revealed
+
+    @property
+    def warnings(self) -> list[str]:
+        return stack_warnings(self.config)
+
+    def by_type(self, type_: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def get(self, type_: str, name: str) -> PlannedResource:
+        for r in self.resources:
+            if r.type == type_ and r.name == name:
+                return r
+        raise KeyError(f"{type_} {name!r} is not in the plan")
+
+    def to_dict(self, show_secrets: bool = False) -> dict[str, Any]:
+        """``raytpu plan --json`` (README "Plan JSON")."""
+        unknown: list[str] = []
+        outputs = presented(self.raw_outputs, "outputs", unknown, show_secrets)
+        return {
+            "stack": self.stack,
+            "resources": [r.to_dict(show_secrets) for r in self.resources],
+            "outputs": outputs,
+            "unknown": sorted(unknown),
+            "warnings": self.warnings,
+            "cost": cost_of(self.config),
+        }
+
+    def to_json(self, show_secrets: bool = False) -> str:
+        return json.dumps(self.to_dict(show_secrets), indent=2, sort_keys=False)
+
+
+def _plain(value: Any) -> Any:
+    """Protobuf Structs turn every number into a float: give integers back. An unknown
+    (``pulumi.output.Unknown`` in a preview's inputs) becomes the wire sentinel."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Unknown):
+        return UNKNOWN
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _name_of(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1]
+
+
+# ---------------------------------------------------------------------------------------
+# Mocks
+
+
+def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> dict[str, Any]:
+    """What the provider would compute on create, faked well enough for derived values."""
+    out = dict(inputs)
+    res_name = inputs.get("name", name)
+    if typ.startswith("gcp:"):
+        out.setdefault("name", res_name)
+        out.setdefault("project", project)
+        out.setdefault("selfLink", f"https://www.googleapis.com/mock/{project}/{res_name}")
+    if typ == "gcp:container/cluster:Cluster":
+        out.update(
+            endpoint="10.0.0.2" if inputs.get("privateClusterConfig") else "34.0.0.2",
+            masterAuth={"clusterCaCertificate": _FAKE_CA},
+            masterVersion=inputs.get("minMasterVersion") or "1.34.1-gke.1000000",
+            id=f"projects/{project}/locations/{inputs.get('location')}/clusters/{res_name}",
+        )
+        # GKE always assigns a DNS endpoint (``<uid>.<region>.gke.goog``).
+        dns = {**(inputs.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig", {}),
+               "endpoint": f"gke-0123456789abcdef-{project}.{inputs.get('location')}.gke.goog"}
+        out["controlPlaneEndpointsConfig"] = {
+            **(inputs.get("controlPlaneEndpointsConfig") or {}), "dnsEndpointConfig": dns,
+        }
+    elif typ == "gcp:serviceaccount/account:Account":
+        email = f"{inputs.get('accountId')}@{project}.iam.gserviceaccount.com"
+        out.update(email=email, member=f"serviceAccount:{email}",
+                   uniqueId="100000000000000000000")
+    elif typ == "gcp:storage/bucket:Bucket":
+        out.update(url=f"gs://{res_name}")
+    elif typ == "gcp:artifactregistry/repository:Repository":
+        out.update(registryUri=f"{inputs.get('location')}-docker.pkg.dev/{project}/"
+                               f"{inputs.get('repositoryId')}")
+    elif typ == "docker-build:index:Image":
+        # A digest that changes with what is built (the engine's would come from BuildKit).
+        digest = "sha256:" + hashlib.sha256(
+            json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+        tags = inputs.get("tags") or []
+        out.update(digest=digest, ref=f"{tags[0]}@{digest}" if tags else "")
+    elif typ == "kubernetes:helm.sh/v3:Release":
+        out["status"] = {"status": "deployed", "namespace": inputs.get("namespace"),
+                         "name": inputs.get("name", name)}
+    return out
+
+
+class RecordingMocks(Mocks):
+    """``pulumi.runtime.Mocks`` that answer invokes and, for a resource, return its inputs
+    (``preview``: as a provider plans a create; its id and computed outputs unknown) or
+    its inputs plus faked computed outputs."""
+
+    def __init__(self, project: str, preview: bool = False) -> None:
+        self.project = project
+        self.preview = preview
+        self.inputs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+        self.inputs[(args.typ, args.name)] = args.inputs
+        if self.preview:
+            return "", _plain(args.inputs)  # an empty id is an unknown one
+        outputs = _fake_outputs(args.typ, args.name, args.inputs, self.project)
+        return outputs.get("id") or f"{args.name}-id", outputs
+
+    def call(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        self.calls.append((args.token, args.args))
+        if args.token == "gcp:organizations/getProject:getProject":
+            return {"number": FAKE_PROJECT_NUMBER, "projectId": self.project}, []
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
+            return {"project": self.project, "accessToken": "mock-token"}, []
+        if args.token == "gcp:container/getEngineVersions:getEngineVersions":
+            v = "1.34.1-gke.1000000"
+            return {
+                "defaultClusterVersion": v,
+                "latestMasterVersion": v,
+                "latestNodeVersion": v,
+                "validMasterVersions": [v],
+                "validNodeVersions": [v],
+                "releaseChannelDefaultVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
+                "releaseChannelLatestVersion": {"RAPID": v, "REGULAR": v, "STABLE": v},
+            }, []
+        return {}, []
+
+    def register_transform(self, transform: Any) -> None:  # pragma: no cover - unused
+        pass
+
+    def register_invoke_transform(self, transform: Any) -> None:  # pragma: no cover
+        pass
+
+
+def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
+    from pulumi import get_project, get_stack
+    from pulumi.runtime.mocks import MockMonitor
+
+    real_urns: dict[str, str] = {}  # the mocks' URN -> the engine's
+
+    class RecordingMonitor(MockMonitor):
+        """Captures each registration with its options; refuses duplicate URNs."""
+
+        def RegisterResource(self, request: Any) -> Any:
+            urn = self.make_urn(request.parent, request.type, request.name)
+            if urn in self.resources:
+                raise PlanError(f"duplicate resource URN {urn} (two resources share a name)")
+            response = super().RegisterResource(request)
+            # None: the stack's root resource (registered once per process, so it may not
+            # be in this run's map).
+            parent_urn = None
+            if request.parent and qualified_type(request.parent) != STACK_TYPE:
+                parent_urn = real_urns.get(request.parent, request.parent)
+            real_urns[urn] = resource_urn(get_stack(), get_project(), request.type,
+                                          request.name, parent_urn)
+            if request.type == STACK_TYPE:
+                return response
+            parent = _name_of(request.parent) if parent_urn else None
+            options: dict[str, Any] = {}
+            if request.protect:
+                options["protect"] = True
+            if list(request.ignoreChanges):
+                options["ignoreChanges"] = sorted(request.ignoreChanges)
+            if list(request.replaceOnChanges):
+                options["replaceOnChanges"] = sorted(request.replaceOnChanges)
+            if request.deleteBeforeReplace:
+                options["deleteBeforeReplace"] = True
+            if list(request.additionalSecretOutputs):
+                options["additionalSecretOutputs"] = sorted(request.additionalSecretOutputs)
+            aliases = sorted(a.spec.type for a in request.aliases if a.spec.type)
+            if aliases:
+                options["aliasTypes"] = aliases
+            deps = [real_urns.get(d, d) for d in request.dependencies if d != request.parent]
+            if deps:
+                options["dependsOn"] = sorted(set(deps))
+            if request.provider:  # "<provider urn>::<id>"
+                provider = request.provider.rsplit("::", 1)[0]
+                options["provider"] = real_urns.get(provider, provider)
+            inputs = mocks.inputs.get((request.type, request.name), {})
+            records.append(
+                PlannedResource(
+                    type=request.type,
+                    name=request.name,
+                    parent=parent,
+                    custom=bool(request.custom),
+                    inputs=_plain(inputs),
+                    options=options,
+                    provider_version=request.version,
+                    urn=real_urns[urn],
+                    parent_urn=parent_urn,
+                )
+            )
+            return response
+
+    return RecordingMonitor(mocks)
+
+
+# ---------------------------------------------------------------------------------------
+# Stack files and the run
+
+
+def _as_pulumi_config(raw: dict[str, Any]) -> dict[str, str]:
+    """Pulumi hands programs config as strings; objects and lists as JSON."""
+    out = {}
+    for key, value in raw.items():
+        if isinstance(value, dict) and "secure" in value:
+            value = "mock-secret"  # secrets cannot be decrypted without the CLI
+        out[key] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def run_program(
+    stack: str, raw: dict[str, Any], program: Callable[[], None] | None = None,
+    *, preview: bool = False,
+) -> PlanResult:
+    """Validate ``raw`` (raises ConfigError before anything is declared), then run ``program``
+    (default: the stack program, ``raytpu.program.stack.declare``) under recording mocks;
+    ``preview``: computed values unknown (the module doc)."""
+    import pulumi
+    from google.protobuf import json_format
+    from pulumi.runtime import rpc, settings
+
+    cfg = parse_stack_config(stack, raw)
+
+    if program is None:
+        from raytpu.program.stack import declare
+
+        program = declare
+
+    mocks = RecordingMocks(cfg.project, preview=preview)
+    records: list[PlannedResource] = []
+    monitor = _make_monitor(mocks, records)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview,
+                             monitor=monitor)
+    pulumi.runtime.set_all_config(_as_pulumi_config(raw))
+
+    outputs: dict[str, Any] = {}
+    root = settings.get_root_resource()
+
+    async def _capture(exported: dict[str, Any]) -> None:
+        # Serialized as the engine receives stack outputs: secrets keep their signature,
+        # unknowns (preview) are the UNKNOWN sentinel instead of never-run applies.
+        struct = await rpc.serialize_properties(exported, {})
+        outputs.update(json_format.MessageToDict(struct))
+        for key in exported:  # serialization drops None values
+            outputs.setdefault(key, None)
+
+    @pulumi.runtime.test
+    def _run() -> Any:
+        assert root is not None
+        root.outputs.clear()  # type: ignore[attr-defined]
+        program()
+        return _capture(dict(root.outputs))  # type: ignore[attr-defined]
+
+    try:
+        _run()
+    except (PlanError, ConfigError):
+        raise
+    except Exception as e:  # surface our errors raised inside the engine's threads
+        cause: BaseException | None = e
+        while cause is not None and not isinstance(cause, PlanError | ConfigError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            raise cause from None
+        raise
+    if not records:
+        raise PlanError("the program declared no resources (were the mocks installed?)")
+    return PlanResult(stack=stack, config=cfg, resources=records, raw_outputs=_plain(outputs),
+                      preview=preview)
+
+
+def run_plan(stack: str, stacks_dir: Path | None = None, *, preview: bool = False
+             ) -> PlanResult:
+    return run_program(stack, load_stack_file(stack, stacks_dir), preview=preview)

@@ -1,0 +1,79 @@
+"""The Ray tables of ``raytpu plan``: the operator stack and the RayCluster worker groups.
+
+Read from the *recorded plan* (what the program declared, as the provider would receive it),
+not from the config, so the table shows what would actually be applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from raytpu.components.ray_resources import RAYCLUSTER_TYPE
+from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
+from raytpu.plan.engine import PlannedResource, PlanResult
+from raytpu.plan.tables import PlanTable
+from raytpu.plan.values import shown
+
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+
+
+def operator_table(result: PlanResult) -> PlanTable | None:
+    charts = result.by_type(CHART_TYPE)
+    rows = [[shown(c.inputs.get("name", c.name)), shown(c.inputs.get("chart", "")),
+             shown(c.inputs.get("version", "")), shown(c.inputs.get("namespace", "")),
+             "skipped" if c.inputs.get("skipCrds") else "managed"] for c in charts]
+    notes = []
+    for c in charts:
+        values = c.inputs.get("values") or {}
+        image = (values.get("tpuWebhook") or {}).get("image")
+        if image:
+            notes.append(f"TPU webhook image {image.get('repository')}:{image.get('tag')}")
+        for gate in values.get("featureGates") or []:
+            notes.append(f"{gate.get('name')}: {'on' if gate.get('enabled') else 'off'}")
+    if not charts:
+        if result.config.kuberay.mode != "gke-addon":
+            return None
+        rows.append(["kuberay-operator + kuberay-tpu-webhook", "GKE add-on", "GKE-managed",
+                     "(outside the cluster)", "GKE"])
+        for job in result.by_type("kubernetes:batch/v1:Job"):
+            meta = job.inputs.get("metadata", {})
+            notes.append(f"Job {meta.get('namespace')}/{meta.get('name')} waits for the "
+                         "add-on's RayCluster CRD before the RayCluster is declared")
+    return PlanTable("KubeRay operator", ["component", "chart", "version", "namespace", "CRDs"],
+                     rows, notes)
+
+
+def _container(template: dict[str, Any]) -> dict[str, Any]:
+    containers = template.get("spec", {}).get("containers") or [{}]
+    return dict(containers[0])
+
+
+def raycluster_table(rc: PlannedResource) -> PlanTable:
+    spec = rc.inputs.get("spec", {})
+    meta = rc.inputs.get("metadata", {})
+    autoscaling = "autoscaling v2" if spec.get("enableInTreeAutoscaling") else "fixed size"
+    head = spec.get("headGroupSpec", {})
+    head_res = _container(head.get("template", {})).get("resources", {}).get("requests", {})
+    rows = [["head", "1", "-", "-", "-",
+             f"CPU {head_res.get('cpu', '?')}, {head_res.get('memory', '?')}"]]
+    for w in spec.get("workerGroupSpecs", []):
+        template = w.get("template", {})
+        selector = template.get("spec", {}).get("nodeSelector", {})
+        limits = _container(template).get("resources", {}).get("limits", {})
+        rows.append([
+            shown(w.get("groupName")),
+            f"{w.get('minReplicas', 0)}/{w.get('replicas', 0)}/{w.get('maxReplicas', '?')}",
+            shown(w.get("numOfHosts", 1)),
+            shown(limits.get(TPU_RESOURCE, "-")),
+            shown(selector.get(TOPOLOGY_LABEL, "-")),
+            shown(selector.get(ACCELERATOR_LABEL, "-")),
+        ])
+    title = (f"RayCluster {meta.get('namespace', '')}/{meta.get('name', rc.name)} "
+             f"(Ray {spec.get('rayVersion', '?')}, {autoscaling})")
+    return PlanTable(title, ["group", "slices min/initial/max", "hosts per slice",
+                             "chips per host", "topology", "accelerator"], rows)
+
+
+def ray_tables(result: PlanResult) -> list[PlanTable]:
+    op = operator_table(result)
+    return ([op] if op else []) + [raycluster_table(rc) for rc in result.by_type(RAYCLUSTER_TYPE)]

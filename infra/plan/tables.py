@@ -1,0 +1,61 @@
+"""The tables of ``raytpu plan`` as plain data, and the TPU slices table.
+
+A table is a title, column names, rows of strings and notes: no layout. Modules that add
+a section to the plan write a *table source* (``PlanResult -> list[PlanTable]``) in their
+own module and list it in :data:`raytpu.plan.render.TABLE_SOURCES`; the renderer decides
+how the table fits the terminal (a grid when it fits, key/value blocks when not), so no
+source has to care about widths, colour or truncation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from raytpu.plan.values import shown
+
+if TYPE_CHECKING:
+    from raytpu.plan.engine import PlanResult
+
+
+@dataclass(frozen=True)
+class PlanTable:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    """One list of cell strings per row, as many as ``columns``; the first cell names the
+    row (it heads the row's block when the table is too wide for the terminal)."""
+    notes: list[str] = field(default_factory=list)
+    """Sentences printed under the table."""
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(f"table {self.title!r}: row {row} has {len(row)} cells for "
+                                 f"{len(self.columns)} columns")
+
+
+TableSource = Callable[["PlanResult"], list[PlanTable]]
+
+
+def tpu_slice_tables(result: PlanResult) -> list[PlanTable]:
+    """One row per slice group of ``raytpu:slices``: shape, hosts, chips, count."""
+    cfg = result.config
+    rows = []
+    for s in cfg.slices:
+        shape = s.shape
+        count = f"{s.min_slices}..{s.max_slices}" if s.elastic else str(s.count)
+        rows.append([s.name, shape.accelerator_type, shape.topology, str(shape.hosts),
+                     str(shape.chips), str(shape.chips_per_vm), shape.machine_type, count,
+                     "yes" if s.spot else "no"])
+    return [PlanTable(f"TPU slices (zone {cfg.zone})",
+                      ["slice", "tpu", "topology", "hosts", "chips", "chips/host", "machine type",
+                       "slices", "spot"], rows)]
+
+
+def output_tables(result: PlanResult, show_secrets: bool = False) -> list[PlanTable]:
+    """The stack's outputs as ``pulumi preview`` lists them: ``[secret]`` and
+    ``(known after up)`` where the value is a secret or computed by a provider."""
+    rows = [[key, shown(value, show_secrets)] for key, value in sorted(result.raw_outputs.items())]
+    return [PlanTable("Outputs", ["output", "value"], rows)] if rows else []
