@@ -2,7 +2,7 @@
 
 :func:`estimate` takes the model, the slice shape (catalog), the number of slices, the
 sequences per host and the context, and returns bytes per chip by kind, against the
-generation's HBM per chip from :mod:`raytpu.catalog` (which cites its Cloud TPU page), and
+generation's HBM per chip from :mod:`raytpu.facts.catalog` (which cites its Cloud TPU page), and
 FLOPs per step (:mod:`raytpu.workloads.flops`, the formula MFU uses) against the slices'
 peak bf16 FLOP/s (catalog).
 
@@ -34,7 +34,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from raytpu.catalog import SliceShape, accelerator_types, slice_shape
+from raytpu.facts.catalog import SliceShape, accelerator_types, slice_shape
 
 from .config import ModelConfig
 from .flops import AnyModel, param_count, train_flops_per_step

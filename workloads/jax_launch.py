@@ -22,9 +22,9 @@ import ray
 import ray.train
 
 from .config import TrainConfig
-from .launcher import RayHooks
 from .loop import HostPlace
 from .metrics import MfuBasis
+from .ray_hooks import RayHooks
 
 
 class JaxRayHooks(RayHooks):

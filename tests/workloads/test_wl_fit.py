@@ -4,8 +4,7 @@ FLOPs per step against the catalog's peak, and the smallest shape that fits."""
 from __future__ import annotations
 
 import pytest
-
-from raytpu.catalog import GENERATIONS, slice_shape
+from raytpu.facts.catalog import GENERATIONS, slice_shape
 from raytpu.workloads.fit import (
     USABLE_FRACTION,
     estimate,

@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("torch_xla")
 
 from no_ray import run_on_xla_cpu
-from raytpu.catalog import slice_shape
+from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.fit import estimate
 from raytpu.workloads.presets import preset
 
@@ -34,7 +34,7 @@ SCRIPT = """
 import glob, json, os, re
 os.environ["XLA_FLAGS"] = "--xla_dump_to={dump}"
 import torch_xla
-from raytpu.catalog import slice_shape
+from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.config import ModelConfig, TrainConfig
 from raytpu.workloads.fsdp import local_bytes
 from raytpu.workloads.metrics import MfuBasis

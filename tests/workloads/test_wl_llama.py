@@ -83,7 +83,7 @@ def test_activation_checkpointing_gives_the_same_gradients() -> None:
 
 def test_a_preset_trains_in_eager_pytorch(text_dir: Path) -> None:
     from no_ray import InProcessHooks
-    from raytpu.catalog import slice_shape
+    from raytpu.facts.catalog import slice_shape
     from raytpu.workloads.config import ModelConfig, TrainConfig
     from raytpu.workloads.metrics import MfuBasis
     from raytpu.workloads.trainer import HostPlace, make_parallelism, train
