@@ -36,7 +36,7 @@ from typing import Any
 
 from raytpu.facts.catalog import SliceShape, accelerator_types, slice_shape
 
-from .config import ModelConfig
+from .config import ModelConfig, TrainConfig
 from .flops import AnyModel, param_count, train_flops_per_step
 from .presets import LlamaConfig
 
@@ -203,8 +203,24 @@ def render_refusal(fit: Fit, smallest: Fit | None, model_name: str) -> list[str]
 def fit_for(model: ModelConfig | LlamaConfig, shape: SliceShape, **kwargs: Any) -> dict[str, Any]:
     """``estimate(...).to_dict()`` plus ``smallest_fitting`` (its accelerator type or None):
     the ``fit`` object of ``raytpu submit --dry-run``."""
-    fit = estimate(model, shape, **kwargs)
+    return _fit_object(estimate(model, shape, **kwargs), smallest_fitting(model, shape, **kwargs))
+
+
+def _fit_object(fit: Fit, smallest: Fit | None) -> dict[str, Any]:
     out = fit.to_dict()
-    smallest = smallest_fitting(model, shape, **kwargs)
     out["smallest_fitting"] = smallest.accelerator_type if smallest else None
     return out
+
+
+def check_run(cfg: TrainConfig, shape: SliceShape) -> tuple[dict[str, Any], list[str] | None]:
+    """The ``fit`` object of a run (its model, slices, batch, context, FSDP and remat on
+    ``shape``) and, if it does not fit, the refusal's lines (None when it fits): what
+    ``raytpu submit`` prints in its dry run and refuses with (exit 2)."""
+    kwargs: dict[str, Any] = dict(slices=cfg.slices, batch_per_host=cfg.batch_per_host,
+                                  seq_len=cfg.model.seq_len, fsdp=cfg.use_fsdp,
+                                  remat=cfg.remat)
+    model = cfg.architecture()
+    fit = estimate(model, shape, **kwargs)
+    smallest = smallest_fitting(model, shape, **kwargs)
+    refusal = None if fit.fits else render_refusal(fit, smallest, cfg.preset or "byte")
+    return _fit_object(fit, smallest), refusal

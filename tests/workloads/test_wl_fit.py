@@ -91,3 +91,20 @@ def test_fit_object_for_the_dry_run() -> None:
     assert out["hbm_per_chip"] == 32 * 2**30
     assert out["smallest_fitting"] == "v4-8"
     assert {"flops_per_step", "peak_flops", "hbm_source", "usable_fraction"} <= set(out)
+
+
+def test_a_run_is_checked_with_its_own_settings() -> None:
+    from raytpu.workloads.config import ModelConfig, TrainConfig
+    from raytpu.workloads.fit import check_run
+
+    run = TrainConfig(tpu="v5litepod-8", preset="8b", batch_per_host=4, remat=True,
+                      model=ModelConfig(seq_len=2048))
+    fit, refusal = check_run(run, run.shape())
+    assert fit["fits"] is False and fit["smallest_fitting"] == "v5litepod-32"
+    assert refusal is not None and refusal[0].startswith("--model 8b: does not fit v5litepod-8")
+    fit, refusal = check_run(TrainConfig(tpu="v5litepod-32", preset="8b", batch_per_host=4,
+                                         remat=True, model=ModelConfig(seq_len=2048)),
+                             TrainConfig(tpu="v5litepod-32").shape())
+    assert fit["fits"] is True and refusal is None
+    byte_gpt, refusal = check_run(TrainConfig(), TrainConfig().shape())  # the default job
+    assert byte_gpt["fits"] is True and byte_gpt["fsdp"] is False and refusal is None
