@@ -57,8 +57,10 @@ def status_command(
     from raytpu.config.validate import parse_stack_config
     from raytpu.operations.status import (
         KubeReader,
+        NoKubeconfig,
         StatusError,
         connect,
+        credentials_hint,
         fleet_status,
         render_status,
     )
@@ -72,7 +74,8 @@ def status_command(
         api_client, source = connect(stack, kubeconfig, context)
         view = fleet_status(cfg, KubeReader(api_client))
     except StatusError as e:
-        _errors([f"cannot read the cluster of stack {stack!r} ({cfg.cluster.name}): {e}"])
+        hint = f"; {credentials_hint(cfg)}" if isinstance(e, NoKubeconfig) else ""
+        _errors([f"cannot read the cluster of stack {stack!r} ({cfg.cluster.name}): {e}{hint}"])
         raise typer.Exit(1) from None
     if as_json:
         sys.stdout.write(json.dumps({**view, "source": source}, indent=2) + "\n")

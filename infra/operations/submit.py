@@ -111,7 +111,7 @@ def build_submission(
     shape = group.shape
     # The slice exactly as the stack declares it (topology, VM size), not catalog defaults.
     train_cfg = build_config(
-        tpu=shape.accelerator_type, topology=shape.topology, chips_per_host=shape.chips_per_vm,
+        tpu=shape.accelerator_type, topology=shape.topology, machine_type=shape.machine_type,
         slices=n_slices, check_data=False, **trainer
     )
     storage_path = storage_path or cfg.checkpoint_uri

@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 import yaml
+from raytpu.facts.names import NODEPOOL_LABEL, SYSTEM_POOL
 from raytpu.workloads.train_options import BadFlags
 
 # KubeRay 1.7.0 utils.MaxRayJobNameLength: the RayCluster it creates is "<job>-<5 chars>",
@@ -110,7 +111,7 @@ def _cluster_spec(stack: str, raw: dict[str, Any], cfg: Any, team: Any, group: A
     fixed = TpuWorkerGroup(name=group.name, shape=group.shape, min_slices=slices,
                            max_slices=slices, initial_slices=slices)
     args = dataclasses.replace(
-        cluster_args(cfg, gsa_email="team-gsa", system_pool="system", create_namespace=False),
+        cluster_args(cfg, gsa_email="team-gsa", system_pool=SYSTEM_POOL, create_namespace=False),
         # KubeRay names the job's cluster "<job>-<5 characters>": its pod names are checked.
         cluster_name=f"{name}-xxxxx", namespace=team_namespace(team.name),
         service_account=TEAM_SERVICE_ACCOUNT, worker_groups=[fixed],
@@ -130,7 +131,7 @@ def _cluster_spec(stack: str, raw: dict[str, Any], cfg: Any, team: Any, group: A
     return dict(cluster.inputs["spec"])
 
 
-def submitter_template(image: str, system_pool: str = "system") -> dict[str, Any]:
+def submitter_template(image: str, system_pool: str = SYSTEM_POOL) -> dict[str, Any]:
     """The K8sJobMode submitter pod: KubeRay's default container (it fills in the command),
     hardened for the restricted Pod Security Standard, with KubeRay's default resources
     (what Kueue counts for it)."""
@@ -138,7 +139,7 @@ def submitter_template(image: str, system_pool: str = "system") -> dict[str, Any
         container_security_context,
         pod_security_context,
     )
-    from raytpu.program.kueue_program import NODEPOOL_LABEL, SUBMITTER_REQUESTS
+    from raytpu.program.kueue_program import SUBMITTER_REQUESTS
 
     return {"spec": {
         "restartPolicy": "Never",

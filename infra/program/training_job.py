@@ -22,11 +22,12 @@ from raytpu.components.k8s_objects import ObjectMeta, PodTemplateSpec, ResourceR
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.components.ray_cluster_validation import args_problems
 from raytpu.components.ray_groups import ray_cluster_spec
-from raytpu.components.ray_pod_templates import NODEPOOL_LABEL, pod_template
+from raytpu.components.ray_pod_templates import pod_template
 from raytpu.components.ray_resources import RAY_API_VERSION, RayJob, RayJobSpecArgs, wire_value
 from raytpu.config.job_rules import train_config
 from raytpu.config.jobs import JobConfig
 from raytpu.config.stack import ConfigError, StackConfig
+from raytpu.facts.names import NODEPOOL_LABEL, SYSTEM_POOL
 from raytpu.program.ray_cluster_config import cluster_args
 from raytpu.workloads.config import to_argv
 from raytpu.workloads.scaling import RUNTIME_ENV_VARS
@@ -62,7 +63,7 @@ def training_rayjob(
     namespace: str | None = None,
     service_account: str | None = None,
     labels: Mapping[str, str] | None = None,
-    system_pool: str | None = "system",
+    system_pool: str | None = SYSTEM_POOL,
     key: str | None = None,
 ) -> TrainingRayJob:
     """The RayJob running ``job`` on its own RayCluster of ``job.slices`` slices of
