@@ -36,7 +36,7 @@ from raytpu.config.file import load_stack_file as load_stack_file
 from raytpu.config.stack import ConfigError, StackConfig
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
-from raytpu.config.validate import parse_stack_config, stack_warnings
+from raytpu.config.validate import stack_warnings
 from raytpu.facts.urns import STACK_TYPE, qualified_type, resource_urn
 from raytpu.plan.cost import cost_of
 from raytpu.plan.mock_runtime import (
@@ -378,8 +378,9 @@ def run_program(
     from google.protobuf import json_format
     from pulumi.runtime import rpc, settings
     from pulumi.runtime.sync_await import _ensure_event_loop
+    from raytpu.program.load import validated_config
 
-    cfg = parse_stack_config(stack, raw)
+    cfg = validated_config(stack, raw)
 
     if program is None:
         from raytpu.program.stack import declare
