@@ -14,6 +14,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
+from raytpu.config.addon_rules import addon_warnings
 from raytpu.config.fit import fit_problems, fit_warnings
 from raytpu.config.job_rules import job_problems
 from raytpu.config.key_paths import Keys
@@ -66,6 +67,7 @@ def stack_warnings(cfg: StackConfig) -> list[str]:
                 for m, member in enumerate(team.members) if member.startswith("group:")]
     out += fit_warnings(cfg)
     out += team_warnings(cfg)
+    out += addon_warnings(cfg)
     return out
 
 

@@ -93,6 +93,10 @@ class Generation:
     max_chips: int
     """Largest slice GKE documents for this generation."""
     peak_bf16_flops_per_chip: float
+    hbm_bytes_per_chip: int
+    """HBM per chip as the generation's Cloud TPU page states it (``source``): GiB where it
+    says GiB, GB (10^9 bytes) where it says GB, so a fit check never assumes more memory
+    than the page promises."""
     zones: tuple[str, ...]
     """Zones the Cloud TPU regions page lists (it changes often: a miss is a warning)."""
     min_gke_version: str | None
@@ -124,6 +128,7 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,
             max_chips=3072,  # 12x16x16, "About TPUs in GKE"
             peak_bf16_flops_per_chip=275e12,
+            hbm_bytes_per_chip=32 * 2**30,  # "HBM2 capacity and bandwidth: 32 GiB"
             zones=("us-central2-b",),
             min_gke_version=None,
             ray_accelerator_type="TPU-V4",
@@ -140,6 +145,7 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,
             max_chips=256,
             peak_bf16_flops_per_chip=197e12,
+            hbm_bytes_per_chip=16 * 10**9,  # "HBM capacity per chip: 16 GB"
             zones=(
                 "us-central1-a", "us-south1-a", "us-west1-c", "us-west4-a",
                 "us-east5-a", "us-east5-b", "us-east5-c",
@@ -159,6 +165,7 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,
             max_chips=6144,  # 16x16x24
             peak_bf16_flops_per_chip=459e12,
+            hbm_bytes_per_chip=95 * 2**30,  # "HBM capacity per chip (GiB): 95"
             zones=("us-central1-a", "us-east5-a", "us-east5-b", "us-east5-c", "us-south1-a"),
             min_gke_version=None,
             ray_accelerator_type="TPU-V5P",
@@ -175,6 +182,7 @@ GENERATIONS: dict[str, Generation] = {
             multi_host_chips_per_vm=4,
             max_chips=256,
             peak_bf16_flops_per_chip=918e12,
+            hbm_bytes_per_chip=32 * 10**9,  # "HBM capacity per chip: 32 GB"
             zones=(
                 "us-central1-b", "us-east1-d", "us-east5-a", "us-east5-b", "us-east5-c",
                 "us-east4-a", "us-east4-b", "us-west1-c",

@@ -3,7 +3,7 @@
 Each run is a separate interpreter with its own ``PYTHONHASHSEED`` (set iteration order,
 object addresses, thread timing all differ between them), so an order that depends on any
 of those shows up as a difference here. Before the plan's RPCs ran inline
-(:mod:`raytpu.plan.inline_rpc`) the resources of ``prod`` came out in a
+(:mod:`raytpu.plan.mock_runtime`) the resources of ``prod`` came out in a
 different order nearly every run.
 """
 
