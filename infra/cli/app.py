@@ -88,7 +88,7 @@ def plan(
     from raytpu.config.stack import ConfigError
     from raytpu.plan.diff import DiffError, diff_plans, load_base, render_diff
     from raytpu.plan.engine import PlanError, run_plan
-    from raytpu.plan.policies import load_policy_config, plan_policies
+    from raytpu.plan.policies import load_policy_config, plan_document, plan_policies
     from raytpu.plan.render import render_plan
 
     try:
@@ -109,9 +109,7 @@ def plan(
         else:
             render_diff(diff, violations, warnings=result.warnings)
     elif as_json:
-        doc = result.to_dict(show_secrets)
-        if violations is not None:
-            doc["policies"] = [v.to_dict() for v in violations]
+        doc = plan_document(result, violations, show_secrets=show_secrets)
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         render_plan(result, violations, show_secrets=show_secrets)
