@@ -27,6 +27,7 @@ def test_pyproject_pins_match_versions_module() -> None:
     assert pins["ray"] == versions.RAY_VERSION
     assert pins["torch"] == versions.TORCH_VERSION
     assert pins["torch_xla"] == versions.TORCH_XLA_VERSION
+    assert pins["jax"] == versions.JAX_VERSION
 
 
 def test_dockerfile_builds_on_the_pinned_ray_image() -> None:
@@ -34,6 +35,7 @@ def test_dockerfile_builds_on_the_pinned_ray_image() -> None:
     assert f"FROM {versions.RAY_IMAGE}\n" in dockerfile
     assert f'"torch=={versions.TORCH_VERSION}"' in dockerfile
     assert f'"torch_xla[tpu]=={versions.TORCH_XLA_VERSION}"' in dockerfile
+    assert f'"jax[tpu]=={versions.JAX_VERSION}"' in dockerfile
 
 
 def test_installed_ray_is_the_pinned_one() -> None:

@@ -24,6 +24,11 @@ RAY_HOME = "/home/ray"
 POD_SECURITY_LEVEL = "restricted"
 TORCH_VERSION = "2.9.0"
 TORCH_XLA_VERSION = "2.9.0"
+# The newest JAX PyPI serves for Python 3.11 (`pip index versions jax`, Dec 2026). Its
+# jax[tpu] pins libtpu 0.0.42.*, torch_xla[tpu] 2.9.0 pins libtpu 0.0.21: one environment
+# holds one libtpu, so the trainer image is built for one framework (workloads/Dockerfile
+# TPU_FRAMEWORK), while the CPU wheels of both live side by side in the workloads extra.
+JAX_VERSION = "0.10.2"
 
 # Pulumi: the SDK pinned in pyproject.toml and the CLI the workflows install
 # (pulumi/actions `pulumi-version`). CLI and SDK are released together under one version,
