@@ -117,7 +117,7 @@ def _cluster_spec(stack: str, raw: dict[str, Any], cfg: Any, team: Any, group: A
         service_account=TEAM_SERVICE_ACCOUNT, worker_groups=[fixed],
         checkpoint_uri=team_checkpoint_uri(cfg, team), autoscaling=False,
         dashboard_internal_lb=False, pod_monitoring=False)
-    problems = args_problems(args)
+    problems = [str(p) for p in args_problems(args)]
     if len(args.worker_groups) > max_worker_groups():
         problems.append(f"--slice-group: {len(args.worker_groups)} worker groups, more than "
                         f"the {max_worker_groups()} Kueue admits in one RayJob")

@@ -101,7 +101,7 @@ def training_rayjob(
             labels=group.labels, ray_resources=group.ray_resources,
         )],
     )
-    problems = [p.replace(args.cluster_name, f"{job.name}-<5 characters>")
+    problems = [str(p).replace(args.cluster_name, f"{job.name}-<5 characters>")
                 for p in args_problems(args)]
     if problems:
         raise ConfigError([f"{where}: {p}" for p in problems])
