@@ -35,8 +35,8 @@ from raytpu.config.validate import stack_warnings
 from raytpu.facts.urns import STACK_TYPE, qualified_type, resource_urn
 from raytpu.plan.cost import cost_of
 from raytpu.plan.mock_runtime import (
-    InlineExecutor,
     InlineMockMonitor,
+    inline_rpcs,
     paused_gc,
     without_source_positions,
 )
@@ -204,9 +204,6 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
 # Stack files and the run
 
 
-_INLINE = InlineExecutor()  # see raytpu.plan.mock_runtime
-
-
 class _WarningLog(logging.Handler):
     """The mock engine's log (``pulumi.log.*``): warnings kept for the plan to show once,
     wrapped, instead of the root logger printing them to stderr as they come."""
@@ -257,8 +254,6 @@ def run_program(
 
         program = declare
 
-    # The loop the SDK's ``pulumi.runtime.test`` runs on (one per thread, kept across runs).
-    _ensure_event_loop().set_default_executor(_INLINE)
     mocks = RecordingMocks(cfg.project, preview=preview)
     records: list[PlannedResource] = []
     monitor = _make_monitor(mocks, records)
@@ -286,7 +281,8 @@ def run_program(
         return _capture(dict(root.outputs))  # type: ignore[attr-defined]
 
     try:
-        with without_source_positions(), paused_gc():
+        # On the loop the SDK's ``pulumi.runtime.test`` runs (one per thread, kept across runs).
+        with inline_rpcs(_ensure_event_loop()), without_source_positions(), paused_gc():
             _run()
     except (PlanError, ConfigError):
         raise

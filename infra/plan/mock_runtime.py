@@ -28,6 +28,7 @@ commands go further and run without it (``raytpu.cli.app.main``).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import gc
@@ -143,3 +144,15 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+@contextlib.contextmanager
+def inline_rpcs(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """``loop``'s default executor is an :class:`InlineExecutor` inside, and whatever it was
+    before afterwards (other code on the loop keeps the thread pool it had)."""
+    previous = getattr(loop, "_default_executor", None)  # CPython's BaseEventLoop
+    loop.set_default_executor(InlineExecutor())
+    try:
+        yield
+    finally:
+        loop._default_executor = previous  # type: ignore[attr-defined]
