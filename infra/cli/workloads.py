@@ -219,6 +219,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         context: Annotated[str | None, typer.Option(
             "--context", help="--team: kubeconfig context")] = None,
+        image: Annotated[str | None, typer.Option(
+            "--image", help="--team: the Ray image by digest (default: the stack's)")] = None,
     ) -> None:
         """Submit the trainer to the stack's RayCluster (Ray Job Submission API), or with
         --team as a Kueue-queued RayJob in the team's namespace."""
@@ -233,9 +235,13 @@ def register(app: typer.Typer) -> None:
                 job = prepare_team_job(
                     stack=stack, stacks_dir=stacks_dir, team=team, slice_group=slice_group,
                     slices=slices, run_name=run_name, max_failures=max_failures,
-                    trainer={**trainer, "log_every": log_every})
+                    trainer={**trainer, "log_every": log_every}, image=image,
+                    dry_run=dry_run)
             except BadFlags as e:
                 raise _exit_bad(e.problems) from None
+            except ApplyError as e:
+                print(f"error: {e}", file=sys.stderr)
+                raise typer.Exit(1) from None
             if dry_run:
                 print(json.dumps(job.manifest, indent=2))
                 return
