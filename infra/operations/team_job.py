@@ -203,6 +203,42 @@ def prepare_team_job(*, stack: str, stacks_dir: Any, team: str, slice_group: str
                        job_metadata=sub.metadata, image=job_image(cfg, image, offline=dry_run))
 
 
+def prepare_team_command(*, stack: str, stacks_dir: Any, team: str, slice_group: str | None,
+                         slices: int | None, run_name: str, max_failures: int, command: Any,
+                         image: str | None = None,
+                         dry_run: bool = False) -> tuple[TeamJob, dict[str, Any]]:
+    """A user's command (:class:`raytpu.operations.own_code.Command`) as ``team``'s RayJob,
+    and the submission's ``--dry-run`` view. The RayJob's submitter runs in the cluster, so
+    the working directory goes to the team's checkpoint location first (``view
+    ["working_dir"]["uri"]``, :func:`raytpu.operations.own_code.upload`). Raises BadFlags
+    (ApplyError: the image digest cannot be read)."""
+    from raytpu.config.team_rules import team_checkpoint_uri
+    from raytpu.operations.own_code import runtime_env
+    from raytpu.operations.submit import build_submission, load_stack
+    from raytpu.workloads.scaling import RUNTIME_ENV_VARS
+
+    cfg = load_stack(stack, stacks_dir)
+    group = team_slice_group(cfg, team, slice_group)
+    storage = team_checkpoint_uri(cfg, find_team(cfg, team))
+    sub = build_submission(
+        stack=stack, stacks_dir=stacks_dir, slice_group=group,
+        slices=1 if slices is None else slices, address="", run_name=run_name,
+        max_failures=max_failures, storage_path=storage, command=command)
+    code = f"{storage}/{run_name}/code/{command.package.name}"
+    env = runtime_env(command, base_env=dict(RUNTIME_ENV_VARS), working_dir=code)
+    n = int(sub.metadata["slices"])
+    check_fits(find_team(cfg, team), group, n)  # every flag checked before the image is read
+    job_name(run_name)
+    the_image = job_image(cfg, image, offline=dry_run)
+    job = team_rayjob(cfg, team, group=group, slices=n,
+                      run_name=run_name, entrypoint=sub.entrypoint, runtime_env=env,
+                      job_metadata=sub.metadata, image=the_image)
+    view = sub.to_dict() | {"address": None, "runtime_env": env, "image": the_image,
+                            "queue": job.queue, "rayjob": job.manifest}
+    view["working_dir"] = dict(view["working_dir"], uri=code)
+    return job, view
+
+
 def apply_team_job(job: TeamJob, api_client: Any) -> str:
     """Create the RayJob through the official client; returns ``<namespace>/<name>``."""
     from kubernetes import client
