@@ -3,7 +3,10 @@
 The public API is ``__all__``: every component with its typed Args (frozen dataclasses whose
 fields are documented and validated on construction, so a composed program is refused with
 the messages a stack file gets), plus the value types the Args take. A TPU slice's shape
-comes from the catalog: ``raytpu.facts.catalog.slice_shape("v5litepod-16")``.
+comes from the catalog: ``raytpu.facts.catalog.slice_shape("v5litepod-16")``; a slice group
+(``SliceGroup``: a shape, a name and a slice range) makes its pools, worker group and
+monitoring Args through ``TpuSlicePoolArgs.of``, ``TpuWorkerGroup.of`` and
+``MonitoredSliceGroup.of``.
 
 One re-export per line (``X as X`` marks it public for ruff and mypy).
 """
@@ -52,6 +55,7 @@ from raytpu.components.tpu_slice_pool import TpuSlicePool as TpuSlicePool
 from raytpu.components.tpu_slice_pool import TpuSlicePoolArgs as TpuSlicePoolArgs
 from raytpu.facts.catalog import SliceShape as SliceShape
 from raytpu.facts.catalog import slice_shape as slice_shape
+from raytpu.facts.slice_group import SliceGroup as SliceGroup
 
 __all__ = [
     "AuthorizedNetwork",
@@ -83,6 +87,7 @@ __all__ = [
     "RayNetworkPolicies",
     "RayNetworkPoliciesArgs",
     "SliceAutoscaling",
+    "SliceGroup",
     "SliceShape",
     "SystemPoolArgs",
     "TeamAccess",

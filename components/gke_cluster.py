@@ -40,6 +40,7 @@ from raytpu.components.gke_cluster_args import (
 )
 from raytpu.components.gke_version_policy import check_gke_version
 from raytpu.components.kubeconfig import kubernetes_provider, render_kubeconfig
+from raytpu.facts.names import SYSTEM_POOL
 
 __all__ = ["AuthorizedNetwork", "GkeCluster", "GkeClusterArgs", "SystemPoolArgs"]
 
@@ -201,7 +202,7 @@ class GkeCluster(pulumi.ComponentResource):
         self.system_pool = ContainerNodePool(
             f"{name}-system",
             {
-                "name": "system",
+                "name": SYSTEM_POOL,
                 "project": args.project,
                 "cluster": self.cluster.id,
                 "location": args.location,
@@ -215,7 +216,7 @@ class GkeCluster(pulumi.ComponentResource):
                     "serviceAccount": self.node_service_account.email,
                     "oauthScopes": [CLOUD_PLATFORM_SCOPE],
                     "tags": list(args.node_tags),
-                    "labels": {"raytpu.dev/pool": "system"},
+                    "labels": {"raytpu.dev/pool": SYSTEM_POOL},
                     "shieldedInstanceConfig": SHIELDED_INSTANCE,
                     "workloadMetadataConfig": {"mode": "GKE_METADATA"},
                     "resourceLabels": dict(args.resource_labels) or None,

@@ -31,8 +31,9 @@ from pulumi_kubernetes.apiextensions import CustomResource
 from raytpu.components.gcp_resources import MonitoringAlertPolicy, MonitoringDashboard
 from raytpu.components.k8s_objects import ObjectMeta
 from raytpu.components.ray_resources import _set_all
-from raytpu.facts.names import DNS_LABEL
+from raytpu.facts.names import DNS_LABEL, tpu_pool_regex
 from raytpu.facts.ray_metrics import MFU, TOKENS_PER_S
+from raytpu.facts.slice_group import SliceGroup
 
 GMP_API_VERSION = "monitoring.googleapis.com/v1"
 PODMONITORING_TYPE = f"kubernetes:{GMP_API_VERSION}:PodMonitoring"
@@ -212,10 +213,17 @@ class MonitoredSliceGroup:
     max_slices: int
     """The most slices the group may have (the dashboard's scale)."""
 
+    @classmethod
+    def of(cls, group: SliceGroup) -> MonitoredSliceGroup:
+        """A slice group as monitored: it should have its fixed count, or its autoscaling
+        minimum, up."""
+        return cls(name=group.name, multi_host=group.shape.multi_host,
+                   expected_slices=group.min_slices, max_slices=group.max_slices)
+
     @property
     def pool_regex(self) -> str:
-        # Multi-host pools are <group>-<index> (TpuSlicePool); single-host: <group>.
-        return f"{self.name}-[0-9]+" if self.multi_host else self.name
+        """The group's node pools (``raytpu.facts.names.TPU_POOL_NAME``)."""
+        return tpu_pool_regex(self.name, self.multi_host)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import pulumi
 from raytpu.components.ray_resources import AuthMode
 from raytpu.facts import versions
 from raytpu.facts.catalog import SliceShape
+from raytpu.facts.slice_group import SliceGroup
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,16 @@ class TpuWorkerGroup:
     @property
     def elastic(self) -> bool:
         return self.min_slices != self.max_slices
+
+    @classmethod
+    def of(cls, group: SliceGroup, *, env: Mapping[str, str] | None = None,
+           labels: Mapping[str, str] | None = None,
+           ray_resources: Mapping[str, str] | None = None) -> TpuWorkerGroup:
+        """The worker group serving a slice group (named after it, its slice range)."""
+        return cls(name=group.name, shape=group.shape, min_slices=group.min_slices,
+                   max_slices=group.max_slices, initial_slices=group.initial_slices,
+                   env=dict(env or {}), labels=dict(labels or {}),
+                   ray_resources=dict(ray_resources or {}))
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from raytpu.components.ray_cluster_args import TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.components.ray_env import ray_env, tpu_env
 from raytpu.components.ray_pod_templates import (
     HEAD_PORTS,
-    NODEPOOL_LABEL,
     TPU_TOLERATION,
     WORKER_PORTS,
     container_security_context,
@@ -40,7 +39,7 @@ from raytpu.components.ray_resources import (
     RayClusterSpecArgs,
     WorkerGroupSpecArgs,
 )
-from raytpu.facts.names import SLICE_GROUP_LABEL
+from raytpu.facts.names import NODEPOOL_LABEL, SLICE_GROUP_LABEL
 
 
 def head_group_spec(args: TpuRayClusterArgs, labels: Mapping[str, str]) -> HeadGroupSpecArgs:

@@ -31,7 +31,7 @@ from raytpu.components.k8s_objects import ObjectMeta, PodTemplateSpec, ResourceR
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs
 from raytpu.components.ray_cluster_validation import args_problems
 from raytpu.components.ray_groups import ray_cluster_spec
-from raytpu.components.ray_pod_templates import NODEPOOL_LABEL, pod_template
+from raytpu.components.ray_pod_templates import pod_template
 from raytpu.components.ray_resources import (
     RAY_API_VERSION,
     RayJob,
@@ -39,7 +39,7 @@ from raytpu.components.ray_resources import (
     SubmissionMode,
     wire_value,
 )
-from raytpu.facts.names import DNS_LABEL, RAYJOB_NAME_MAX_LEN
+from raytpu.facts.names import DNS_LABEL, NODEPOOL_LABEL, RAYJOB_NAME_MAX_LEN
 
 JOB_LABEL = "raytpu.io/job"
 PART_OF = {"app.kubernetes.io/part-of": "raytpu"}

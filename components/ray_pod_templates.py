@@ -35,7 +35,6 @@ from raytpu.facts.catalog import TPU_RESOURCE, SliceShape
 NODE_FRACTION = 0.8
 
 WEBHOOK_LABEL = "app.kubernetes.io/name"  # the TPU webhook's objectSelector; never override
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 TPU_TOLERATION: Toleration = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 
 # KubeRay / Ray port names and numbers (container port names are IANA_SVC_NAME, <= 15 chars).

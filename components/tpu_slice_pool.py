@@ -3,9 +3,10 @@
 Rules (sources in shared/ref/notes/gke-tpu.md §2):
 
 * One multi-host slice = one node pool, created, repaired and removed as a unit. N slices
-  = N pools (``<pool_name>-0`` ... ``-<N-1>``), each with COMPACT placement + the slice's
-  ``tpu_topology``, one zone, and exactly ``hosts`` nodes (GKE rejects any other size:
-  "Requested invalid target size ... in the gang mode", AI-Hypercomputer/xpk#751).
+  = N pools (``<pool_name>-0`` ... ``-<N-1>``: ``raytpu.facts.names.TPU_POOL_NAME``), each
+  with COMPACT placement + the slice's ``tpu_topology``, one zone, and exactly ``hosts``
+  nodes (GKE rejects any other size: "Requested invalid target size ... in the gang
+  mode", AI-Hypercomputer/xpk#751).
 * Elastic multi-host pools autoscale all-or-nothing between 0 and ``hosts`` with the
   per-zone ``min_node_count``/``max_node_count`` and ``location_policy="ANY"``.
 * Single-host slices (one VM) carry no topology/placement at all (GKE: "TPU topology can't
@@ -25,7 +26,15 @@ from typing import Any
 import pulumi
 from raytpu.components.gcp_resources import CLOUD_PLATFORM_SCOPE, ContainerNodePool
 from raytpu.facts.catalog import GENERATIONS, SliceShape
-from raytpu.facts.names import DNS_LABEL, LABEL_KEY, LABEL_VALUE, ZONE
+from raytpu.facts.names import (
+    DNS_LABEL,
+    LABEL_KEY,
+    LABEL_VALUE,
+    NODE_POOL_NAME_MAX_LEN,
+    ZONE,
+    tpu_pool_names,
+)
+from raytpu.facts.slice_group import SliceGroup
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 # 1 TPU pod per node plus kube-system daemons; keeps Pod IP use small (xpk and the
@@ -153,6 +162,21 @@ class TpuSlicePoolArgs:
                     "(lowercase letters, digits, '_', '-'; at most 63; keys start with a letter)"
                 )
 
+    @classmethod
+    def of(cls, group: SliceGroup, *, cluster: pulumi.Input[str], zone: str,
+           node_service_account: pulumi.Input[str], project: str,
+           **rest: Any) -> TpuSlicePoolArgs:
+        """The pools of a slice group: named after it, its shape, slice range and capacity;
+        ``rest``: the other fields."""
+        return cls(
+            shape=group.shape, cluster=cluster, zone=zone,
+            node_service_account=node_service_account, project=project, pool_name=group.name,
+            slices=group.initial_slices,
+            autoscaling=(SliceAutoscaling(group.min_slices, group.max_slices) if group.elastic
+                         else None),
+            spot=group.spot, reservation=group.reservation, **rest,
+        )
+
     @property
     def elastic(self) -> bool:
         return self.autoscaling is not None
@@ -193,11 +217,11 @@ class TpuSlicePool(pulumi.ComponentResource):
                 f"TpuSlicePool {name!r}: args must be TpuSlicePoolArgs, not {type(args)!r}"
             )
         pool_name = args.pool_name or name
-        suffix = len(str(args.max_slices - 1)) + 1 if args.shape.multi_host else 0
-        if not DNS_LABEL.match(pool_name) or len(pool_name) + suffix > 40:
+        gke_names = tpu_pool_names(pool_name, args.shape.multi_host, args.max_slices)
+        if not DNS_LABEL.match(pool_name) or max(map(len, gke_names)) > NODE_POOL_NAME_MAX_LEN:
             raise ValueError(
                 f"TpuSlicePool {name!r}: pool name {pool_name!r} must be a DNS label short enough "
-                f"for '-<index>' within GKE's 40 characters"
+                f"for '-<index>' within GKE's {NODE_POOL_NAME_MAX_LEN} characters"
             )
         super().__init__("raytpu:tpu:TpuSlicePool", name, None, opts)
         shape = args.shape
@@ -208,7 +232,7 @@ class TpuSlicePool(pulumi.ComponentResource):
         self.min_slices = args.min_slices
         self.initial_slices = args.slices
         self.node_pools = []
-        self.node_pool_names = []
+        self.node_pool_names = gke_names
 
         location = args.location or args.zone
         reservation = (
@@ -283,17 +307,15 @@ class TpuSlicePool(pulumi.ComponentResource):
                 if args.elastic
                 else None
             )
-            for i in range(args.max_slices):
+            for i, gke_name in enumerate(gke_names):
                 # Elastic: the first `slices` pools start provisioned (Ray's worker group
                 # starts with that many replicas; its pods keep the nodes non-empty so the
                 # cluster autoscaler, which only removes empty nodes, leaves them), the others
                 # start empty and scale up when Ray schedules a slice.
                 size = shape.hosts if (not args.elastic or i < args.slices) else 0
                 self.node_pools.append(pool(
-                    f"{name}-{i}", f"{pool_name}-{i}",
-                    size=size, autoscaling=elastic, placement=placement,
+                    f"{name}-{i}", gke_name, size=size, autoscaling=elastic, placement=placement,
                 ))
-                self.node_pool_names.append(f"{pool_name}-{i}")
         else:
             # Single-host: no topology, no placement; one node per slice.
             elastic = (
@@ -305,10 +327,10 @@ class TpuSlicePool(pulumi.ComponentResource):
                 if args.elastic
                 else None
             )
+            (gke_name,) = gke_names
             self.node_pools.append(pool(
-                name, pool_name, size=args.slices, autoscaling=elastic, placement=None,
+                name, gke_name, size=args.slices, autoscaling=elastic, placement=None,
             ))
-            self.node_pool_names.append(pool_name)
 
         self.register_outputs({
             "nodePools": self.node_pool_names,

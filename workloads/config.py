@@ -57,9 +57,10 @@ class TrainConfig:
     slices: int = 1
     topology: str | None = None
     """The slice's topology as the stack declares it; None: the catalog's default."""
-    chips_per_host: int | None = None
-    """TPU chips per host (VM) as the stack's machine type has them; None: the catalog's
-    default for ``tpu`` (v5e/v6e 2x4 is one 8-chip VM by default, or two 4-chip VMs)."""
+    machine_type: str | None = None
+    """The hosts' machine type as the stack declares it (``SliceShape.machine_type``);
+    None: the catalog's default for ``tpu`` (v5e/v6e 2x4 is one 8-chip VM by default, or
+    two 4-chip VMs)."""
     steps: int = 50
     batch_per_host: int = 8
     seed: int = 0
@@ -82,8 +83,12 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
     def shape(self) -> SliceShape:
-        """The slice this run is for: ``tpu`` with its topology and chips per host."""
-        return slice_shape_of(self.tpu, self.topology, self.chips_per_host)
+        """The slice this run is for, as the stack declared it: accelerator type, topology
+        and machine type name it whole (the catalog's one resolver, which the stack's
+        ``raytpu:slices[]`` entries use too; nothing is re-derived from a chip count)."""
+        from raytpu.facts.catalog import slice_shape
+
+        return slice_shape(self.tpu, self.topology, self.machine_type)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> TrainConfig:
@@ -112,36 +117,13 @@ class LaunchOptions:
     only the slice's shape of the :class:`TrainConfig` applies to it."""
 
 
-def slice_shape_of(tpu: str, topology: str | None, chips_per_host: int | None) -> SliceShape:
-    """The catalog's slice shape for an accelerator type, topology and chips per host.
-    Raises :class:`raytpu.facts.catalog.CatalogError` naming the field at fault."""
-    from raytpu.facts.catalog import CatalogError, slice_shape
-
-    shape = slice_shape(tpu, topology)
-    if chips_per_host is None or chips_per_host == shape.chips_per_vm:
-        return shape
-    machine = shape.generation.machine_types.get(chips_per_host)
-    if machine is None:
-        valid = [str(c) for c in shape.generation.machine_types]
-        raise CatalogError("chipsPerHost", chips_per_host,
-                           f"is not a TPU {shape.generation.name} VM size", valid)
-    try:
-        return slice_shape(tpu, shape.topology, machine)
-    except CatalogError as e:  # the VM exists but cannot host this slice
-        raise CatalogError("chipsPerHost", chips_per_host,
-                           f"chips per host cannot make a {shape.accelerator_type} "
-                           f"({shape.topology}) slice",
-                           [str(c) for c, m in shape.generation.machine_types.items()
-                            if m in e.valid]) from None
-
-
 # (flag, TrainConfig path, type): the launcher's command line, shared by `raytpu submit`
 # (which writes it) and `python -m raytpu.workloads.launcher` (which parses it).
 _FLAGS: tuple[tuple[str, str, type], ...] = (
     ("--tpu", "tpu", str),
     ("--slices", "slices", int),
     ("--topology", "topology", str),
-    ("--chips-per-host", "chips_per_host", int),
+    ("--machine-type", "machine_type", str),
     ("--steps", "steps", int),
     ("--batch-per-host", "batch_per_host", int),
     ("--seed", "seed", int),
@@ -159,7 +141,7 @@ _FLAGS: tuple[tuple[str, str, type], ...] = (
 
 
 # The slice's shape: all a command run (``opts.command``) takes from a TrainConfig.
-_SHAPE_FLAGS = ("--tpu", "--slices", "--topology", "--chips-per-host")
+_SHAPE_FLAGS = ("--tpu", "--slices", "--topology", "--machine-type")
 
 
 def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:

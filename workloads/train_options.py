@@ -57,22 +57,20 @@ def build_config(
     compile: bool | None = None,
     fail_host_at_step: int | None = None,
     topology: str | None = None,
-    chips_per_host: int | None = None,
+    machine_type: str | None = None,
     check_data: bool = True,
 ) -> TrainConfig:
     """Validate the trainer options; raises :class:`BadFlags` listing every problem.
 
-    ``topology``/``chips_per_host``: the slice as the stack declares it (None: the
+    ``topology``/``machine_type``: the slice as the stack declares it (None: the
     catalog's default for ``tpu``)."""
-    from raytpu.facts.catalog import CatalogError
-
-    from .config import slice_shape_of
+    from raytpu.facts.catalog import CatalogError, slice_shape
 
     problems: list[str] = []
     try:
-        slice_shape_of(tpu, topology, chips_per_host)
+        slice_shape(tpu, topology, machine_type)
     except CatalogError as e:
-        flag = {"tpu": "--tpu", "topology": "--topology"}.get(e.field, "--chips-per-host")
+        flag = {"tpu": "--tpu", "topology": "--topology"}.get(e.field, "--machine-type")
         problems.append(f"{flag}: {e}")
     _positive(
         problems, slices=slices, steps=steps, checkpoint_every=checkpoint_every,
@@ -98,7 +96,7 @@ def build_config(
     if problems:
         raise BadFlags(problems)
     return TrainConfig(
-        tpu=tpu, slices=slices, topology=topology, chips_per_host=chips_per_host,
+        tpu=tpu, slices=slices, topology=topology, machine_type=machine_type,
         steps=steps, batch_per_host=batch_per_host, seed=seed,
         data=data, checkpoint_every=checkpoint_every, log_every=log_every,
         fail_host_at_step=fail_host_at_step, compile=compile,

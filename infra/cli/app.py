@@ -25,19 +25,41 @@ import gc
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from raytpu.cli.fleet import cost_command, status_command
 from raytpu.cli.options import StackOpt, StacksDirOpt
 from raytpu.cli.workloads import register as register_workload_commands
+from typer.core import TyperGroup
+
+
+class _WholeHelpGroup(TyperGroup):
+    """Lists each command with its first sentence whole, wrapped (click cuts it to the
+    width left on the line and ends it with "...")."""
+
+    # Any: typer 0.29 vendors its own click (typer._click), whose types are private.
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=10**6)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
+    cls=_WholeHelpGroup,
     name="raytpu",
     help="Ray on Cloud TPU multi-host slices on GKE: plan, render, train, submit.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: rich markup would eat literal text such as `[secret]`, and rich's
+    # option panels cut help texts with "…" at 80 columns; click wraps them whole.
+    rich_markup_mode=None,
 )
 
 
@@ -88,7 +110,7 @@ def plan(
         if as_json:
             sys.stdout.write(json.dumps(diff.to_dict(), indent=2) + "\n")
         else:
-            render_diff(diff, violations)
+            render_diff(diff, violations, warnings=result.warnings)
     elif as_json:
         doc = result.to_dict(show_secrets)
         if violations is not None:
@@ -110,13 +132,17 @@ def manifests(
     from raytpu.config.stack import ConfigError
     from raytpu.operations.manifests import write_plan_manifests
     from raytpu.plan.engine import PlanError, run_plan
+    from raytpu.plan.render import render_warnings
+    from rich.console import Console
 
     try:
-        written = write_plan_manifests(run_plan(stack, stacks_dir), out)
+        result = run_plan(stack, stacks_dir)
+        written = write_plan_manifests(result, out)
     except ConfigError as e:
         raise fail(e.problems) from None
     except PlanError as e:
         raise fail([str(e)]) from None
+    render_warnings(Console(stderr=True), result.warnings)
     for path in written:
         print(path)
 

@@ -147,7 +147,7 @@ def register(app: typer.Typer) -> None:
             raise _exit_bad(e.problems) from None
         shape = group.shape
         train = TrainConfig(tpu=shape.accelerator_type, topology=shape.topology,
-                            chips_per_host=shape.chips_per_vm, slices=n)
+                            machine_type=shape.machine_type, slices=n)
         opts = LaunchOptions(storage_path=str(checkpoint_dir.resolve()), run_name=run_name,
                              max_failures=max_failures, progress=False,
                              command=tuple(cmd.argv))

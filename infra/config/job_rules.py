@@ -27,7 +27,7 @@ def train_config(cfg: StackConfig, job: JobConfig) -> tuple[TrainConfig, LaunchO
     # On TPU a loss fetch is a host round-trip: every 10 steps unless asked (as submit).
     trainer = {**trainer_defaults(), "log_every": 10, **given}
     train = build_config(
-        tpu=shape.accelerator_type, topology=shape.topology, chips_per_host=shape.chips_per_vm,
+        tpu=shape.accelerator_type, topology=shape.topology, machine_type=shape.machine_type,
         slices=job.slices or group.initial_slices or 1, check_data=False, **trainer,
     )
     opts = LaunchOptions(

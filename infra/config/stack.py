@@ -20,6 +20,7 @@ from raytpu.config.jobs import JobConfig
 from raytpu.config.teams import TeamConfig
 from raytpu.facts import versions
 from raytpu.facts.catalog import SliceShape, slice_shape
+from raytpu.facts.slice_group import SliceGroup
 
 NAMESPACE = "raytpu"
 
@@ -77,6 +78,14 @@ class SliceGroupConfig(_Model):
     def initial_slices(self) -> int:
         """Slices Ray asks for at start: ``count``, clamped into the autoscaling range."""
         return min(max(self.count, self.min_slices), self.max_slices)
+
+    @cached_property
+    def group(self) -> SliceGroup:
+        """The entry as the one slice-group model everything else derives from (raises
+        :class:`~raytpu.facts.catalog.CatalogError` for a shape the catalog refuses)."""
+        return SliceGroup(name=self.name, shape=self.shape, min_slices=self.min_slices,
+                          max_slices=self.max_slices, initial_slices=self.initial_slices,
+                          elastic=self.elastic, spot=self.spot, reservation=self.reservation)
 
 
 class AuthorizedNetwork(_Model):

@@ -72,3 +72,31 @@ def control_plane_cidr_problem(value: str) -> str | None:
 # both, and Ray's autoscaler gives the group's node type the same labels, so a capacity
 # request selecting it scales exactly that group (raytpu.workloads.scaling).
 SLICE_GROUP_LABEL = "raytpu.io/slice-group"
+
+
+# -- GKE node pools --------------------------------------------------------------------
+
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+"""The label GKE puts on every node naming its node pool (the Ray head and the operators
+select the system pool by it; ``raytpu status`` groups nodes by it)."""
+SYSTEM_POOL = "system"
+"""GKE name of the CPU node pool for kube-system, the operators and the Ray head."""
+NODE_POOL_NAME_MAX_LEN = 40
+"""GKE's limit on node pool names."""
+TPU_POOL_NAME = "{group}-{index}"
+"""GKE name of pool ``index`` of a multi-host slice group (one pool per slice). A
+single-host group has one pool, named after the group. The one naming rule: the pool
+component, ``raytpu status`` and the dashboard's filters all derive from it."""
+
+
+def tpu_pool_names(group: str, multi_host: bool, slices: int) -> list[str]:
+    """GKE node pools of a slice group that may hold ``slices`` slices."""
+    if not multi_host:
+        return [group]
+    return [TPU_POOL_NAME.format(group=group, index=i) for i in range(slices)]
+
+
+def tpu_pool_regex(group: str, multi_host: bool) -> str:
+    """An RE2 pattern that fully matches the group's pool names and no other group's (group
+    names are DNS labels: nothing to escape)."""
+    return TPU_POOL_NAME.format(group=group, index="[0-9]+") if multi_host else group

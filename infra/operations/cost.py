@@ -22,7 +22,7 @@ def render_cost(cost: dict[str, Any]) -> None:
                       money_span(g["monthly"]))
     sp = cost["system_pool"]
     nodes = sp["nodes"]
-    table.add_row("system", sp["machine_type"], "-", f"{nodes['min']}..{nodes['max']} VMs",
+    table.add_row(sp["name"], sp["machine_type"], "-", f"{nodes['min']}..{nodes['max']} VMs",
                   sp["capacity"], "-", money_span(sp["hourly"]), money_span(sp["monthly"]))
     table.add_row("[bold]total[/]", "", "", "", "", "", money_span(cost["total"]["hourly"]),
                   money_span(cost["total"]["monthly"]))

@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:
-    from raytpu.config.stack import SliceGroupConfig, StackConfig, TeamConfig
+from raytpu.facts.names import NODEPOOL_LABEL
 
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+if TYPE_CHECKING:
+    from raytpu.config.stack import StackConfig, TeamConfig
+    from raytpu.facts.slice_group import SliceGroup
+
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 RAY_GROUP_LABEL = "ray.io/group"
 RAY_NODE_TYPE_LABEL = "ray.io/node-type"
@@ -60,19 +62,12 @@ def _ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
-def pool_names(s: SliceGroupConfig) -> list[str]:
-    """GKE node pools of a slice group (TpuSlicePool's naming)."""
-    if s.shape.multi_host:
-        return [f"{s.name}-{i}" for i in range(s.max_slices)]
-    return [s.name]
-
-
-def _group_view(s: SliceGroupConfig, nodes_by_pool: dict[str, list[Any]],
+def _group_view(s: SliceGroup, nodes_by_pool: dict[str, list[Any]],
                 pods: list[Any]) -> dict[str, Any]:
     hosts = s.shape.hosts
     pools = []
     slices_ready = 0
-    for name in pool_names(s):
+    for name in s.pool_names:
         nodes = nodes_by_pool.get(name, [])
         ready = sum(_ready(n) for n in nodes)
         # A multi-host pool is one slice of `hosts` nodes; a single-host pool holds
@@ -182,7 +177,8 @@ def fleet_status(cfg: StackConfig, reader: ClusterReader) -> dict[str, Any]:
         "conditions": {c.get("type"): c.get("status")
                        for c in rc_status.get("conditions") or []},
     }
-    groups = [_group_view(s, nodes_by_pool, pods_by_group.get(s.name, [])) for s in cfg.slices]
+    groups = [_group_view(s.group, nodes_by_pool, pods_by_group.get(s.name, []))
+              for s in cfg.slices]
     from raytpu.config.teams import team_namespace
 
     queues = reader.cluster_queues() if cfg.teams else []

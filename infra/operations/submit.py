@@ -132,7 +132,7 @@ def build_submission(
     shape = group.shape
     # The slice exactly as the stack declares it (topology, VM size), not catalog defaults.
     shape_of = {"tpu": shape.accelerator_type, "topology": shape.topology,
-                "chips_per_host": shape.chips_per_vm, "slices": n_slices}
+                "machine_type": shape.machine_type, "slices": n_slices}
     if command is None:
         train_cfg = build_config(**shape_of, check_data=False, **(trainer or {}))
     else:

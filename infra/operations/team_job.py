@@ -153,13 +153,14 @@ def team_rayjob(cfg: Any, team: str, *, group: str, slices: int, run_name: str,
     from raytpu.components.ray_job import TpuRayJobArgs, build_rayjob
     from raytpu.config.team_rules import team_checkpoint_uri
     from raytpu.config.teams import LOCAL_QUEUE_NAME, TEAM_SERVICE_ACCOUNT, team_namespace
+    from raytpu.facts.names import SYSTEM_POOL
     from raytpu.program.ray_cluster_config import cluster_args
 
     t = find_team(cfg, team)
     check_fits(t, group, slices)
     name = job_name(run_name)
     cluster = dataclasses.replace(
-        cluster_args(cfg, gsa_email="", system_pool="system", create_namespace=False,
+        cluster_args(cfg, gsa_email="", system_pool=SYSTEM_POOL, create_namespace=False,
                      image=image),
         namespace=team_namespace(t.name), service_account=TEAM_SERVICE_ACCOUNT,
         checkpoint_uri=team_checkpoint_uri(cfg, t))

@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from raytpu.facts import prices
+from raytpu.facts.names import SYSTEM_POOL
 
 if TYPE_CHECKING:
-    from raytpu.config.stack import SliceGroupConfig, StackConfig
+    from raytpu.config.stack import StackConfig
+    from raytpu.facts.slice_group import SliceGroup
 
 # GKE spreads a regional cluster's node pools over the region's zones (three by default),
 # and node counts are per zone.
@@ -38,14 +40,9 @@ def _per_hour_and_month(
             "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)}
 
 
-def capacity_of(s: SliceGroupConfig) -> str:
-    if s.spot:
-        return "spot"
-    return "reservation" if s.reservation else "on-demand"
-
-
-def _chip_price(cfg: StackConfig, s: SliceGroupConfig, capacity: str) -> tuple[float | None, str]:
+def _chip_price(cfg: StackConfig, s: SliceGroup) -> tuple[float | None, str]:
     """Price per chip-hour of a slice group and where it comes from."""
+    capacity = s.capacity
     gen = s.shape.generation.name
     override = cfg.cost.prices.get(gen)
     key = {"on-demand": "on_demand", "spot": "spot", "reservation": "reservation"}[capacity]
@@ -65,9 +62,9 @@ def _chip_price(cfg: StackConfig, s: SliceGroupConfig, capacity: str) -> tuple[f
     return listed.on_demand, "list"
 
 
-def _group(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, Any]:
-    capacity = capacity_of(s)
-    price, source = _chip_price(cfg, s, capacity)
+def _group(cfg: StackConfig, s: SliceGroup) -> dict[str, Any]:
+    """A slice group's cost row."""
+    price, source = _chip_price(cfg, s)
     chips = s.shape.chips
     lo, hi = s.initial_slices, s.max_slices
     return {
@@ -75,7 +72,7 @@ def _group(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, Any]:
         "tpu": s.shape.accelerator_type,
         "chips": chips,
         "slices": {"min": lo, "max": hi},
-        "capacity": capacity,
+        "capacity": s.capacity,
         "price_per_chip_hour": price,
         "price_source": source,
         **_per_hour_and_month(price, chips * lo, chips * hi),
@@ -96,7 +93,7 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
             f"no list price for {pool.machine_type} in {cfg.region}; set "
             f"raytpu:cost.machines.{pool.machine_type}")
     return {
-        "name": "system",
+        "name": SYSTEM_POOL,
         "machine_type": pool.machine_type,
         "nodes": {"min": lo, "max": hi},
         "capacity": "on-demand",
@@ -108,7 +105,7 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
 
 def cost_of(cfg: StackConfig) -> dict[str, Any]:
     """The stack's fleet cost as one JSON-ready object (documented in README "Cost")."""
-    groups = [_group(cfg, s) for s in cfg.slices]
+    groups = [_group(cfg, s.group) for s in cfg.slices]
     system = _system_pool(cfg)
     parts = [*groups, system]
     unpriced = [p["name"] for p in parts if p["hourly"]["min"] is None]

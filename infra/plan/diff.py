@@ -1,9 +1,15 @@
 """``raytpu plan --diff BASE.json``: what ``pulumi preview --diff`` would report between a
 plan saved earlier (``raytpu plan --json > BASE.json``) and the current one.
 
-Resources are matched by URN. A resource only in the current plan is a *create*, only in
-the base a *delete*; one whose inputs changed is an *update*, or a *replace* when a
-changed path forces it (:mod:`raytpu.facts.replacements`, or its ``replaceOnChanges`` option).
+Resources are matched by URN, or by an alias the current resource declares (``aliases``:
+the engine matches the old URN to it, so it is no delete and create). A resource only in the
+current plan is a *create*, only in the base a *delete*; one whose inputs changed is an
+*update*, or a *replace* when a changed path forces it (:mod:`raytpu.facts.replacements`, or
+its ``replaceOnChanges`` option). Paths under the current resource's ``ignoreChanges`` are
+not compared: the engine diffs them with their old value (pulumi/pulumi
+``pkg/resource/deploy/step_generator.go`` ``processIgnoreChanges``), so ``pulumi preview
+--diff`` shows no change there (an elastic pool's ``initialNodeCount``, an autoscaled
+worker group's ``replicas``).
 Values that are secret in the current plan print as ``[secret]`` on both sides (a base
 saved without ``--show-secrets`` holds only ``[secret]``, so a changed secret is found only
 when the base was saved with it); values unknown before ``pulumi up`` compare as unknown.
@@ -12,6 +18,7 @@ when the base was saved with it); values unknown before ``pulumi up`` compare as
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +28,7 @@ from raytpu.facts.replacements import CLUSTER_TYPE, NODE_POOL_TYPE, TPU_MACHINE_
 from raytpu.plan.cost import money_span
 from raytpu.plan.engine import PlannedResource, PlanResult
 from raytpu.plan.policies import Violation
-from raytpu.plan.render import policy_lines
+from raytpu.plan.render import policy_lines, render_warnings
 from raytpu.plan.values import (
     SECRET_TEXT,
     UNKNOWN_TEXT,
@@ -154,6 +161,45 @@ def _inputs_changes(old: Any, new: Any, prefix: str = "") -> list[Change]:
     return changes
 
 
+_SEGMENT = re.compile(r'\.?([A-Za-z_$][\w$-]*|\*)|\[(\d+|\*)\]|\["((?:[^"\\]|\\.)*)"\]')
+
+
+def _segments(path: str) -> list[str]:
+    """``spec.groups[0]["a.b"]`` -> ``["spec", "groups", "0", "a.b"]``; Pulumi's property path
+    syntax (``ignoreChanges``) and this module's paths alike; a path inside a JSON string
+    input (``dashboardJson:...``) is one segment after its input's."""
+    head, sep, inner = path.partition(":")
+    out: list[str] = []
+    pos = 0
+    while pos < len(head):
+        m = _SEGMENT.match(head, pos)
+        if m is None or m.end() == pos:
+            return [*out, head[pos:]]  # not a path we parse: compare the rest as one segment
+        out.append(next(g for g in m.groups() if g is not None))
+        pos = m.end()
+    return [*out, inner] if sep else out
+
+
+def ignored(path: str, ignore_changes: Sequence[str]) -> bool:
+    """Whether ``ignoreChanges`` covers ``path``: a pattern is a prefix of it, ``*`` (or
+    ``[*]``) matching any one key or index."""
+    parts = _segments(path)
+    for pattern in ignore_changes:
+        want = _segments(pattern)
+        if len(want) <= len(parts) and all(w in ("*", p) for w, p in zip(want, parts,
+                                                                          strict=False)):
+            return True
+    return False
+
+
+def _alias_urns(r: PlannedResource) -> list[str]:
+    """The URNs ``r``'s alias types give it (the same name and parent, an older type)."""
+    head, _, name = r.urn.rpartition("::")
+    prefix, _, types = head.rpartition("::")
+    parents = types.rsplit("$", 1)[0] + "$" if "$" in types else ""
+    return [f"{prefix}::{parents}{t}::{name}" for t in r.options.get("aliasTypes", [])]
+
+
 def _chips(cost: dict[str, Any]) -> tuple[int, int]:
     groups = cost.get("groups", [])
     return (sum(g["chips"] * g["slices"]["min"] for g in groups),
@@ -177,11 +223,18 @@ def diff_plans(base: dict[str, Any], current: PlanResult) -> PlanDiff:
         raise DiffError(f"it is a plan of stack {base.get('stack')!r}, not {current.stack!r}")
     old = {r["urn"]: r for r in base["resources"]}
     new = {r.urn: r for r in current.resources}
+    for r in current.resources:  # an alias matches the old URN to the new resource
+        if r.urn not in old:
+            alias = next((a for a in _alias_urns(r) if a in old and a not in new), None)
+            if alias is not None:
+                old[r.urn] = old.pop(alias)
     update: list[Changed] = []
     replace: list[Changed] = []
     for urn in [u for u in new if u in old]:
         r = new[urn]
-        changes = _inputs_changes(old[urn].get("inputs", {}), r.inputs)
+        ignore = r.options.get("ignoreChanges", [])
+        changes = [c for c in _inputs_changes(old[urn].get("inputs", {}), r.inputs)
+                   if not ignored(c.path, ignore)]
         if not changes:
             continue
         forced = forcing_paths(r.type, [c.path for c in changes],
@@ -285,12 +338,14 @@ def diff_lines(diff: PlanDiff) -> list[tuple[str, str]]:
 
 
 def render_diff(diff: PlanDiff, violations: Sequence[Violation] | None = None,
-                console: Console | None = None) -> None:
-    """The human diff; the policy results (``violations``, None: off) before its summary."""
+                console: Console | None = None, warnings: Sequence[str] = ()) -> None:
+    """The human diff; the warnings and the policy results (``violations``, None: off)
+    before its summary."""
     console = console or Console()
     lines = diff_lines(diff)
     for text, style in lines[:-1]:
         console.print(Text(text, style=style), overflow="fold")
+    render_warnings(console, warnings)
     if violations is not None:
         for line in policy_lines(violations):
             console.print(line, overflow="fold")

@@ -21,6 +21,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +95,8 @@ class PlanResult:
     """The stack's outputs in wire form (secret signatures, ``UNKNOWN``)."""
     preview: bool = False
     """Computed values unknown, as before a first ``pulumi up`` (see the module doc)."""
+    program_warnings: list[str] = field(default_factory=list)
+    """What the program sent to ``pulumi.log.warn`` (shown once, with the config's)."""
 
     @property
     def outputs(self) -> dict[str, Any]:
@@ -102,7 +106,9 @@ class PlanResult:
 
     @property
     def warnings(self) -> list[str]:
-        return stack_warnings(self.config)
+        """The config's warnings, then the program's own, each once (the program also
+        sends the config's to ``pulumi.log.warn``, for ``pulumi up``)."""
+        return list(dict.fromkeys([*stack_warnings(self.config), *self.program_warnings]))
 
     def by_type(self, type_: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == type_]
@@ -194,6 +200,20 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
     return out
 
 
+def _unknown_inside(inputs: dict[str, Any], computed: dict[str, Any],
+                    nested: bool = False) -> dict[str, Any]:
+    """``inputs`` plus UNKNOWN for every key the provider adds inside an input object
+    (top-level keys it adds are left out: absent outputs of a preview are unknown)."""
+    out = dict(inputs)
+    for key, value in computed.items():
+        if key not in inputs:
+            if nested:
+                out[key] = UNKNOWN
+        elif isinstance(value, dict) and isinstance(inputs[key], dict):
+            out[key] = _unknown_inside(inputs[key], value, nested=True)
+    return out
+
+
 class RecordingMocks(Mocks):
     """``pulumi.runtime.Mocks`` that answer invokes and, for a resource, return its inputs
     (``preview``: as a provider plans a create; its id and computed outputs unknown) or
@@ -208,7 +228,11 @@ class RecordingMocks(Mocks):
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
         self.inputs[(args.typ, args.name)] = args.inputs
         if self.preview:
-            return "", _plain(args.inputs)  # an empty id is an unknown one
+            # An empty id is an unknown one; computed outputs the inputs lack are unknown
+            # too, and so is a value the provider computes inside an input object (the
+            # cluster's dnsEndpointConfig.endpoint): the fakes below say which those are.
+            computed = _fake_outputs(args.typ, args.name, args.inputs, self.project)
+            return "", _unknown_inside(_plain(args.inputs), computed)
         outputs = _fake_outputs(args.typ, args.name, args.inputs, self.project)
         return outputs.get("id") or f"{args.name}-id", outputs
 
@@ -305,6 +329,24 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
 # Stack files and the run
 
 
+class _WarningLog(logging.Handler):
+    """The mock engine's log (``pulumi.log.*``): warnings kept for the plan to show once,
+    wrapped, instead of the root logger printing them to stderr as they come."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.warnings: list[str] = []
+        self.logger = logging.Logger("raytpu.plan.program")  # not registered: never shared
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING:
+            self.warnings.append(record.getMessage())
+        else:  # an error the program logs without raising: never hidden
+            print(f"error: {record.getMessage()}", file=sys.stderr)
+
+
 def _as_pulumi_config(raw: dict[str, Any]) -> dict[str, str]:
     """Pulumi hands programs config as strings; objects and lists as JSON."""
     out = {}
@@ -336,8 +378,9 @@ def run_program(
     mocks = RecordingMocks(cfg.project, preview=preview)
     records: list[PlannedResource] = []
     monitor = _make_monitor(mocks, records)
+    logged = _WarningLog()
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview,
-                             monitor=monitor)
+                             monitor=monitor, logger=logged.logger)
     pulumi.runtime.set_all_config(_as_pulumi_config(raw))
 
     outputs: dict[str, Any] = {}
@@ -372,7 +415,7 @@ def run_program(
     if not records:
         raise PlanError("the program declared no resources (were the mocks installed?)")
     return PlanResult(stack=stack, config=cfg, resources=records, raw_outputs=_plain(outputs),
-                      preview=preview)
+                      preview=preview, program_warnings=logged.warnings)
 
 
 def run_plan(stack: str, stacks_dir: Path | None = None, *, preview: bool = False

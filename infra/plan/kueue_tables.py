@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from raytpu.config.team_rules import nominal_slices, team_checkpoint_uri
 from raytpu.config.teams import cluster_queue_name, team_namespace
 from raytpu.plan.objects import objects
+from raytpu.plan.ray_tables import charts_under
 from raytpu.plan.tables import PlanTable
-from raytpu.program.kueue_program import flavor_name, queues_args
+from raytpu.program.kueue_program import queues_args
 
 if TYPE_CHECKING:
     from raytpu.plan.engine import PlanResult
@@ -29,7 +30,7 @@ def team_tables(result: PlanResult) -> list[PlanTable]:
     planned = objects(result)
     queues = {o["metadata"]["name"]: o for o in planned if o["kind"] == "ClusterQueue"}
     local = {o["metadata"]["namespace"]: o for o in planned if o["kind"] == "LocalQueue"}
-    shape_of = {flavor_name(s.shape): s.shape for s in cfg.slices}
+    shape_of = {s.group.flavor_name: s.shape for s in cfg.slices}
     team_rows, quota_rows = [], []
     for t in cfg.teams:
         ns = team_namespace(t.name)
@@ -63,5 +64,15 @@ def team_tables(result: PlanResult) -> list[PlanTable]:
                   f"{queues_args(cfg).cohort})",
                   ["team", "flavor", "nominal", "may borrow"], quota_rows,
                   notes=[f"Nominal slices per slice group, all teams: {nominal}. Unused "
-                         "quota is lent to the cohort and reclaimed by preemption."]),
+                         "quota is lent to the cohort and reclaimed by preemption.",
+                         *_chart_notes(result)]),
     ]
+
+
+def _chart_notes(result: PlanResult) -> list[str]:
+    notes = []
+    for c in charts_under(result, "raytpu:kueue:Kueue"):
+        crds = "skipped" if c.inputs.get("skipCrds") else "managed"
+        notes.append(f"Kueue chart {c.inputs.get('chart')} {c.inputs.get('version')} in "
+                     f"{c.inputs.get('namespace')} (CRDs {crds})")
+    return notes

@@ -17,8 +17,22 @@ from raytpu.plan.values import shown
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
+OPERATOR_TYPE = "raytpu:kuberay:KubeRayOperator"
+
+
+def charts_under(result: PlanResult, component_type: str) -> list[PlannedResource]:
+    """The Helm charts declared inside a component of ``component_type`` (by URN: other
+    modules, Kueue for one, declare charts of their own)."""
+    return [c for c in result.by_type(CHART_TYPE) if _inside(c, component_type)]
+
+
+def _inside(r: PlannedResource, component_type: str) -> bool:
+    """Whether ``r``'s URN puts it under a component of ``component_type``."""
+    return f"::{component_type}$" in r.urn or f"${component_type}$" in r.urn
+
+
 def operator_table(result: PlanResult) -> PlanTable | None:
-    charts = result.by_type(CHART_TYPE)
+    charts = charts_under(result, OPERATOR_TYPE)
     rows = [[shown(c.inputs.get("name", c.name)), shown(c.inputs.get("chart", "")),
              shown(c.inputs.get("version", "")), shown(c.inputs.get("namespace", "")),
              "skipped" if c.inputs.get("skipCrds") else "managed"] for c in charts]
@@ -30,15 +44,16 @@ def operator_table(result: PlanResult) -> PlanTable | None:
             notes.append(f"TPU webhook image {image.get('repository')}:{image.get('tag')}")
         for gate in values.get("featureGates") or []:
             notes.append(f"{gate.get('name')}: {'on' if gate.get('enabled') else 'off'}")
-    if not charts:
-        if result.config.kuberay.mode != "gke-addon":
-            return None
+    if result.config.kuberay.mode == "gke-addon":
         rows.append(["kuberay-operator + kuberay-tpu-webhook", "GKE add-on", "GKE-managed",
                      "(outside the cluster)", "GKE"])
         for job in result.by_type("kubernetes:batch/v1:Job"):
             meta = job.inputs.get("metadata", {})
-            notes.append(f"Job {meta.get('namespace')}/{meta.get('name')} waits for the "
-                         "add-on's RayCluster CRD before the RayCluster is declared")
+            if _inside(job, OPERATOR_TYPE):
+                notes.append(f"Job {meta.get('namespace')}/{meta.get('name')} waits for the "
+                             "add-on's RayCluster CRD before the RayCluster is declared")
+    if not rows:
+        return None
     return PlanTable("KubeRay operator", ["component", "chart", "version", "namespace", "CRDs"],
                      rows, notes)
 

@@ -98,6 +98,14 @@ def render_table(console: Console, table: PlanTable) -> None:
         console.print(Text(f"  {note}"), overflow="fold")
 
 
+def render_warnings(console: Console, warnings: Sequence[str]) -> None:
+    """Each warning once, wrapped at word boundaries to the console's width."""
+    for w in warnings:
+        line = Text("warning:", style="yellow")
+        line.append(f" {w}")
+        console.print(line, overflow="fold")
+
+
 def policy_lines(violations: Sequence[Violation]) -> list[Text]:
     """The policy section: a header line per violation, its message on its own line."""
     if not violations:
@@ -147,10 +155,7 @@ def render_plan(result: PlanResult, violations: Sequence[Violation] | None = Non
     for table in output_tables(result, show_secrets):
         render_table(console, table)
     console.print(Text(cost_line(cost_of(result.config))), overflow="fold")
-    for w in result.warnings:
-        line = Text("warning:", style="yellow")
-        line.append(f" {w}")
-        console.print(line, overflow="fold")
+    render_warnings(console, result.warnings)
     if violations is not None:
         for line in policy_lines(violations):
             console.print(line, overflow="fold")

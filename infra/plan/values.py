@@ -36,7 +36,7 @@ def is_unknown(value: Any) -> bool:
 
 
 def join_path(base: str, key: str | int) -> str:
-    """``spec.template``, ``containers[0]``, ``labels["cloud.google.com/gke-nodepool"]``;
+    """``spec.template``, ``containers[0]``, ``labels["kubernetes.io/os"]``;
     after ``input:`` (a path inside a JSON string input) no dot."""
     if isinstance(key, int):
         return f"{base}[{key}]"

@@ -34,6 +34,7 @@ from raytpu.config.fit import parse_quantity
 from raytpu.config.stack import StackConfig
 from raytpu.config.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
 from raytpu.facts.catalog import SliceShape
+from raytpu.facts.names import NODEPOOL_LABEL
 
 # The submitter requests the one RayJob builder sets (KubeRay's defaults), which Kueue v0.19.2
 # counts for a K8sJobMode RayJob's submitter PodSet (pkg/controller/jobs/rayjob/
@@ -41,13 +42,6 @@ from raytpu.facts.catalog import SliceShape
 SUBMITTER_REQUESTS = dict(SUBMITTER_RESOURCES["requests"])
 SUBMITTER_CPU = parse_quantity(SUBMITTER_REQUESTS["cpu"])
 SUBMITTER_MEMORY = parse_quantity(SUBMITTER_REQUESTS["memory"])
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
-
-
-def flavor_name(shape: SliceShape) -> str:
-    """One name per slice shape: accelerator type, topology, machine type (the three labels
-    of its node selector)."""
-    return f"{shape.accelerator_type}-{shape.topology}-{shape.machine_type}".lower()
 
 
 def tpu_flavors(cfg: StackConfig) -> dict[str, TpuFlavor]:
@@ -55,8 +49,9 @@ def tpu_flavors(cfg: StackConfig) -> dict[str, TpuFlavor]:
     by_name: dict[str, TpuFlavor] = {}
     out: dict[str, TpuFlavor] = {}
     for s in cfg.slices:
-        name = flavor_name(s.shape)
-        out[s.name] = by_name.setdefault(name, TpuFlavor(name, dict(s.shape.node_selector)))
+        g = s.group
+        out[s.name] = by_name.setdefault(g.flavor_name, TpuFlavor(g.flavor_name,
+                                                                  dict(g.node_selector)))
     return out
 
 

@@ -27,12 +27,7 @@ def monitoring_args(cfg: StackConfig, labels: Mapping[str, str]) -> FleetMonitor
             location=cfg.cluster_location,
             ray_cluster_name=cfg.ray.cluster_name,
             ray_namespace=cfg.ray.namespace,
-            slice_groups=tuple(
-                # A group should have its fixed count, or its autoscaling minimum, up.
-                MonitoredSliceGroup(name=s.name, multi_host=s.shape.multi_host,
-                                expected_slices=s.min_slices, max_slices=s.max_slices)
-                for s in cfg.slices
-            ),
+            slice_groups=tuple(MonitoredSliceGroup.of(s.group) for s in cfg.slices),
             alert_after_seconds=m.alert_after_seconds,
             notification_channels=tuple(m.notification_channels),
             user_labels=dict(labels),

@@ -32,12 +32,8 @@ def config_keys(cfg: StackConfig) -> ProblemKeys:
 
 
 def worker_groups(cfg: StackConfig) -> list[TpuWorkerGroup]:
-    return [
-        TpuWorkerGroup(name=s.name, shape=s.shape, min_slices=s.min_slices,
-                       max_slices=s.max_slices, initial_slices=s.initial_slices, env=s.env,
-                       labels=s.labels, ray_resources=s.ray_resources)
-        for s in cfg.slices
-    ]
+    return [TpuWorkerGroup.of(s.group, env=s.env, labels=s.labels,
+                              ray_resources=s.ray_resources) for s in cfg.slices]
 
 
 def cluster_args(

@@ -26,7 +26,6 @@ from raytpu.components import (
     ImageRegistryArgs,
     Network,
     NetworkArgs,
-    SliceAutoscaling,
     SystemPoolArgs,
     TpuSlicePool,
     TpuSlicePoolArgs,
@@ -38,6 +37,7 @@ from raytpu.config.key_paths import stack_key_message
 from raytpu.config.stack import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig
 from raytpu.config.validate import parse_stack_config, stack_warnings
 from raytpu.facts import versions
+from raytpu.facts.names import SYSTEM_POOL
 from raytpu.program.apis import after_apis, declare_project_services
 from raytpu.program.isolation_program import build_teams, isolation_problems
 from raytpu.program.kueue_program import build_kueue, kueue_problems
@@ -218,19 +218,9 @@ def _stack_args(cfg: StackConfig) -> tuple[
         security_group=c.security_group,
     ))
     def pool(s: SliceGroupConfig) -> TpuSlicePoolArgs:
-        return TpuSlicePoolArgs(
-            shape=s.shape,
-            cluster=_PENDING,
-            zone=cfg.zone,
-            node_service_account=_PENDING,
-            project=cfg.project,
-            location=cfg.cluster_location,
-            pool_name=s.name,
-            slices=s.initial_slices if s.elastic else s.count,
-            autoscaling=SliceAutoscaling(s.min_slices, s.max_slices) if s.elastic else None,
-            spot=s.spot,
-            reservation=s.reservation,
-            node_tags=(node_tag, tpu_tag),
+        return TpuSlicePoolArgs.of(
+            s.group, cluster=_PENDING, zone=cfg.zone, node_service_account=_PENDING,
+            project=cfg.project, location=cfg.cluster_location, node_tags=(node_tag, tpu_tag),
             resource_labels=cost_labels(cfg, s),
         )
 
@@ -309,7 +299,7 @@ def build_infra(cfg: StackConfig) -> Infra:
         bucket_url=storage.bucket_url,
         registry_url=registry.url,
         image=image,
-        system_pool_name="system",
+        system_pool_name=SYSTEM_POOL,
         api_options=opts,
         checkpoint_bucket=storage.bucket,
     )
@@ -329,19 +319,7 @@ def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
         "network": infra.network.network,
         "subnetwork": infra.network.subnetwork,
         "node_pools": {name: p.node_pool_names for name, p in infra.tpu_pools.items()},
-        "slices": {
-            s.name: {
-                "tpu": s.shape.accelerator_type,
-                "topology": s.shape.topology,
-                "machineType": s.shape.machine_type,
-                "hostsPerSlice": s.shape.hosts,
-                "minSlices": s.min_slices,
-                "maxSlices": s.max_slices,
-                "spot": s.spot,
-                "nodeSelector": s.shape.node_selector,
-            }
-            for s in cfg.slices
-        },
+        "slices": {s.name: s.group.output() for s in cfg.slices},
         "bucket_name": infra.bucket_name,
         "bucket_url": infra.bucket_url,
         "checkpoint_gsa_email": infra.checkpoint_gsa_email,

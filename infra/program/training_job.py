@@ -15,6 +15,7 @@ from raytpu.components.ray_job import BuiltRayJob, TpuRayJobArgs, build_rayjob
 from raytpu.config.job_rules import train_config
 from raytpu.config.jobs import JobConfig
 from raytpu.config.stack import ConfigError, StackConfig
+from raytpu.facts.names import SYSTEM_POOL
 from raytpu.program.ray_cluster_config import cluster_args
 from raytpu.workloads.config import to_argv
 from raytpu.workloads.scaling import RUNTIME_ENV_VARS
@@ -28,7 +29,7 @@ def training_rayjob(
     job: JobConfig,
     *,
     image: pulumi.Input[str] | None = None,
-    system_pool: str | None = "system",
+    system_pool: str | None = SYSTEM_POOL,
     key: str | None = None,
 ) -> BuiltRayJob:
     """The RayJob running ``job`` on its own RayCluster of ``job.slices`` slices of

@@ -189,3 +189,15 @@ def test_bad_label_is_refused_before_anything_is_declared() -> None:
         shape=slice_shape("v5litepod-4"), cluster="c", zone="us-west4-a",
         node_service_account="sa", project="p", resource_labels={"Team": "A"})))
     assert "resource_labels: 'Team': 'A'" in str(err)
+
+
+def test_prod_eval_slice_costs_the_published_list_price() -> None:
+    # Published, not computed from prices.py: Cloud TPU v5e on-demand is $1.20 per
+    # chip-hour in us-west4 (cloud.google.com/tpu/pricing; the same figure as SkyPilot's
+    # catalog row tpu-v5litepod-16, $19.20 for 16 chips, shared/ref/notes/platform.md §4.1).
+    # prod's v5e-8-eval is one fixed v5litepod-8 slice: 8 chips x $1.20 = $9.60 an hour,
+    # x 730 h = $7,008.00 a month.
+    c = cost_of(parse_stack_config("prod", load_stack_file("prod", STACKS_DIR)))
+    (eval_group,) = [g for g in c["groups"] if g["name"] == "v5e-8-eval"]
+    assert eval_group["hourly"] == {"min": 9.6, "max": 9.6}
+    assert eval_group["monthly"] == {"min": 7008.0, "max": 7008.0}

@@ -204,3 +204,47 @@ def test_removed_and_unknown_values_read_differently() -> None:
     assert removed.to_dict() == computed.to_dict() == {"path": "a", "old": 1, "new": None}
     assert _change_line(removed).strip() == "a: 1 => (none)"
     assert _change_line(computed).strip() == "a: 1 => (known after up)"
+
+
+def test_elastic_count_change_honours_ignore_changes(prod_base: dict[str, Any]) -> None:
+    # Every elastic pool ignores initialNodeCount and the autoscaled worker group its
+    # replicas: `pulumi preview --diff` shows no change, so neither may the offline diff
+    # (it used to print "DANGER: TPU node pool v5e-16-1 ... forced by initialNodeCount").
+    def two(raw: dict[str, Any]) -> None:
+        raw["raytpu:slices"][0]["count"] = 2
+    current = preview("prod", two)
+    pool = current.get(NODE_POOL, "v5e-16-1")
+    assert pool.options["ignoreChanges"] == ["initialNodeCount"]
+    base_pool = next(r for r in prod_base["resources"] if r["urn"] == pool.urn)
+    assert base_pool["inputs"]["initialNodeCount"] != pool.inputs["initialNodeCount"]
+    diff = diff_plans(prod_base, current)
+    assert diff.empty, diff.to_dict()
+    text = text_of(diff)
+    assert "DANGER" not in text and text.rstrip().endswith("Diff: no changes")
+    assert diff.chips["count"] == (24, 40)  # the configured count did change
+
+
+def test_ignore_changes_paths_follow_pulumi_property_paths() -> None:
+    from raytpu.plan.diff import ignored
+
+    assert ignored("spec.workerGroupSpecs[3].replicas", ["spec.workerGroupSpecs[*].replicas"])
+    assert not ignored("spec.workerGroupSpecs[3].maxReplicas",
+                       ["spec.workerGroupSpecs[*].replicas"])
+    assert ignored("nodeConfig.labels.team", ["nodeConfig"])
+    assert ignored('metadata.annotations["a.b/c"]', ['metadata.annotations["a.b/c"]'])
+    assert not ignored("nodeConfigX", ["nodeConfig"])
+
+
+def test_a_resource_matched_by_its_alias_is_no_delete_and_create(
+        prod_base: dict[str, Any]) -> None:
+    # A base saved when the account had its older type token: the alias matches it.
+    base = copy.deepcopy(prod_base)
+    old_type, new_type = ("gcp:serviceAccount/account:Account",
+                          "gcp:serviceaccount/account:Account")
+    for r in base["resources"]:
+        if r["type"] == new_type:
+            r["urn"] = r["urn"].replace(f"${new_type}::", f"${old_type}::").replace(
+                f"::{new_type}::", f"::{old_type}::")
+            r["type"] = old_type
+    diff = diff_plans(base, preview("prod"))
+    assert diff.empty, diff.to_dict()

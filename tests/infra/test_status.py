@@ -22,7 +22,8 @@ import pytest
 import yaml
 from infra_support import NODE_POOL, REPO, raw_config
 from raytpu.config.stack import StackConfig
-from raytpu.operations.status import NODEPOOL_LABEL, StatusError, fleet_status
+from raytpu.facts.names import NODEPOOL_LABEL
+from raytpu.operations.status import StatusError, fleet_status
 from raytpu.plan.engine import PlanResult, run_program
 from raytpu.plan.objects import to_manifest
 
@@ -335,3 +336,35 @@ def test_raycluster_status_fixture_is_what_kuberay_writes(world: Any) -> None:
     rc_status = reader.ray_cluster("ray", "raytpu")["status"]
     assert set(rc_status) <= set(status_schema["properties"])
     assert list(jsonschema.Draft202012Validator(status_schema).iter_errors(rc_status)) == []
+
+
+def test_ready_nodes_with_ray_pods_not_running_are_degraded(world: Any) -> None:
+    # Every node of the single-host group is Ready but its Ray worker is still Pending
+    # (image pull, a failed init container): the slice is not up for Ray.
+    cfg, reader = world
+    pods = copy.deepcopy(reader._pods)
+    for p in pods:
+        if p.metadata.labels.get("ray.io/group") == "single":
+            p.status.phase = "Pending"
+    single = {g["name"]: g for g in fleet_status(
+        cfg, FakeReader(reader._nodes, pods, reader._rc))["groups"]}["single"]
+    assert single["slices"]["nodes_ready"] == 1 and single["slices"]["ray_running"] == 0
+    assert single["healthy"] is False
+
+
+def test_a_workload_that_only_reserved_quota_is_pending_not_admitted(world: Any) -> None:
+    # Kueue v1beta2: QuotaReserved=True while admission checks run; Admitted=True only once
+    # they pass (kueue apis/kueue/v1beta2 workload_types.go WorkloadQuotaReserved/Admitted).
+    cfg, reader = world
+
+    class Reserved(FakeReader):
+        def workloads(self, namespace: str) -> list[dict[str, Any]]:
+            reserved = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                        "metadata": {"name": "checking", "namespace": namespace},
+                        "status": {"conditions": [
+                            {"type": "QuotaReserved", "status": "True"},
+                            {"type": "Admitted", "status": "False"}]}}
+            return [*super().workloads(namespace), reserved]
+
+    (team,) = fleet_status(cfg, Reserved(reader._nodes, reader._pods, reader._rc))["teams"]
+    assert team["workloads"] == {"admitted": 1, "pending": 2}

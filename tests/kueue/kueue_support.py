@@ -6,9 +6,10 @@
   only apply to updates), evaluated with cel-python on the value it is attached to, as the
   API server does on create.
 
-The CEL part needs cel-python (``pip install cel-python``), which is not a declared dependency
-yet: where it is missing, :func:`kueue_problems` checks the schema only and :func:`require_cel`
-skips the tests that need it. The rules that matter for what this package emits are also
+The CEL part needs cel-python, in the ``dev`` extra (``constraints.txt`` pins it). Where it is
+missing (an install without ``dev``) :func:`require_cel` skips the CEL tests, and with
+``RAYTPU_REQUIRE_CRDS=1`` (CI) fails them instead, like a missing CRD: CI cannot go green with
+the CEL rules unchecked. The rules that matter for what this package emits are also
 enforced by the typed objects (:class:`raytpu.components.kueue_objects.ClusterQueue`).
 
 The CRDs are read from ``../shared/ref/kueue`` or ``$RAYTPU_KUEUE_CRDS``; missing files skip
@@ -97,7 +98,11 @@ def _celpy() -> Any:
 def require_cel() -> Any:
     celpy = _celpy()
     if celpy is None:
-        pytest.skip("cel-python is not installed (pip install cel-python): CEL rules unchecked")
+        message = ("cel-python is not installed (it is in the dev extra: pip install -c "
+                   "constraints.txt -e '.[dev]'): CEL rules unchecked")
+        if os.environ.get("RAYTPU_REQUIRE_CRDS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
     return celpy
 
 
@@ -127,6 +132,6 @@ def kueue_problems(obj: Mapping[str, Any]) -> list[str]:
         strict_schema(schema) | {"additionalProperties": False})
     problems = [f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"
                 for e in validator.iter_errors(dict(obj))]
-    if _celpy() is not None:
+    if _celpy() is not None or os.environ.get("RAYTPU_REQUIRE_CRDS") == "1":
         problems += cel_problems(obj)
     return sorted(problems)

@@ -21,9 +21,10 @@ from raytpu.components.kueue_queues import (
 from raytpu.components.ray_pod_templates import TPU_TOLERATION
 from raytpu.config.fit import parse_quantity
 from raytpu.facts import versions
+from raytpu.facts.slice_group import kueue_flavor_name as flavor_name
 from raytpu.plan.engine import PlanResult, run_program
 from raytpu.plan.objects import objects
-from raytpu.program.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY, flavor_name
+from raytpu.program.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"

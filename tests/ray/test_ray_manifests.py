@@ -125,3 +125,21 @@ def test_plan_tables_show_operator_stack_and_groups(sample_plans: dict[str, Plan
     addon = _render(ray_tables(sample_plans["v5p-addon"]))
     assert "GKE add-on" in addon and "GKE-managed" in addon
     assert "waits for the add-on's RayCluster CRD" in addon
+
+
+def test_prod_operator_table_is_the_add_on_not_kueue() -> None:
+    # Prod: GKE add-on mode with teams (the Kueue chart). The operator table lists only the
+    # operator component's charts; the add-on row and its CRD-wait note are there, and the
+    # Kueue chart is named under the team tables instead.
+    from raytpu.plan.kueue_tables import team_tables
+    from raytpu.plan.ray_tables import operator_table
+
+    prod = run_plan("prod")
+    table = operator_table(prod)
+    assert table is not None
+    assert [row[:2] for row in table.rows] == [
+        ["kuberay-operator + kuberay-tpu-webhook", "GKE add-on"]]
+    assert any("waits for the add-on's RayCluster CRD" in n for n in table.notes)
+    notes = [n for t in team_tables(prod) for n in t.notes]
+    assert any(n.startswith("Kueue chart oci://registry.k8s.io/kueue/charts/kueue 0.19.2")
+               for n in notes), notes

@@ -76,8 +76,7 @@ def test_job_cluster_is_its_slice_group_at_the_jobs_slices(plan: PlanResult) -> 
         argv = shlex.split(spec["entrypoint"])
         assert argv[:3] == ["python", "-m", "raytpu.workloads.launcher"]
         train, opts = from_argv(argv[3:])
-        assert (train.tpu, train.topology, train.chips_per_host, train.slices) == (
-            group.shape.accelerator_type, group.shape.topology, group.shape.chips_per_vm, n)
+        assert train.shape() == group.shape and train.slices == n
         assert opts.slice_group == group.name
         assert opts.storage_path == cfg.checkpoint_uri
         assert yaml.safe_load(spec["runtimeEnvYAML"]) == {"env_vars": RUNTIME_ENV_VARS}

@@ -110,12 +110,14 @@ def test_the_first_failing_host_of_the_last_attempt_sets_the_status() -> None:
 
 
 def test_the_launcher_carries_a_command_and_only_the_slice_shape() -> None:
-    cfg = TrainConfig(tpu="v5litepod-8", topology="2x4", chips_per_host=4, slices=2, steps=9)
+    cfg = TrainConfig(tpu="v5litepod-8", topology="2x4", machine_type="ct5lp-hightpu-4t",
+                      slices=2, steps=9)
     opts = LaunchOptions(storage_path="gs://b/runs", run_name="r", slice_group="g",
                          command=("python", "t.py", "--steps", "5", "--", "--x"))
     argv = to_argv(cfg, opts)
     assert "--steps" not in argv[:argv.index("--")]  # the trainer's flags are not the command's
     back_cfg, back_opts = from_argv(argv)
     assert back_opts == opts
-    assert (back_cfg.tpu, back_cfg.topology, back_cfg.chips_per_host, back_cfg.slices) == (
-        "v5litepod-8", "2x4", 4, 2)
+    assert (back_cfg.tpu, back_cfg.topology, back_cfg.machine_type, back_cfg.slices) == (
+        "v5litepod-8", "2x4", "ct5lp-hightpu-4t", 2)
+    assert back_cfg.shape().hosts == 2

@@ -100,7 +100,8 @@ def test_dry_run_is_the_submission_and_contacts_nothing(
     sub = json.loads(result.stdout)
     argv = shlex.split(sub["entrypoint"])
     cfg, opts = from_argv(argv[3:])
-    assert (cfg.tpu, cfg.topology, cfg.chips_per_host, cfg.slices) == ("v4-16", "2x2x2", 4, 1)
+    assert (cfg.tpu, cfg.topology, cfg.machine_type, cfg.slices) == (
+        "v4-16", "2x2x2", "ct4p-hightpu-4t", 1)
     assert opts.command == ("python", "train.py", "--lr", "0.1")
     assert opts.storage_path == "gs://acme-ml-t-raytpu/runs" and opts.slice_group == "v4"
     env = sub["runtime_env"]
