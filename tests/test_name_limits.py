@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config
-from raytpu.operations.status import pool_names
 
 GKE_NODE_POOL_NAME_MAX = 40  # GKE: node pool names are at most 40 characters
 
@@ -21,7 +20,7 @@ def _stack(name: str, **slice_: Any) -> dict[str, Any]:
 def test_a_24_character_slice_name_is_accepted_and_its_pools_fit_gke() -> None:
     cfg = parse_stack_config("t", _stack("a" * 24, autoscaling={"min": 0, "max": 64}))
     (group,) = cfg.slices
-    assert max(len(p) for p in pool_names(group)) <= GKE_NODE_POOL_NAME_MAX
+    assert max(len(p) for p in group.group.pool_names) <= GKE_NODE_POOL_NAME_MAX
 
 
 def test_a_25_character_slice_name_is_refused() -> None:

@@ -230,8 +230,8 @@ def register(app: typer.Typer) -> None:
         command: own_code.CommandArg = None,
     ) -> None:
         """Submit the trainer, or your own command after `--` (one process per TPU host),
-        to the stack's RayCluster (Ray Job Submission API), or with --team as a
-        Kueue-queued RayJob in the team's namespace."""
+        to the stack's RayCluster (Ray Job Submission API), or with --team as a RayJob
+        queued by Kueue in the team's namespace."""
         import json
 
         from raytpu.operations.submit import SubmitError, build_submission, send_submission

@@ -13,9 +13,8 @@ def stack_output(stack: str, key: str, *, secret: bool = False) -> str | None:
     pulumi = shutil.which("pulumi")
     if pulumi is None:
         return None
-    argv = [pulumi, "stack", "output", key, "--stack", stack]
-    if secret:
-        argv.append("--show-secrets")
+    argv = [pulumi, "stack", "output", key, *(["--show-secrets"] if secret else []),
+            "--stack", stack]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):

@@ -355,3 +355,18 @@ def test_worker_group_limit_is_kueues_podset_limit() -> None:
     assert max_worker_groups("K8sJobMode") == 16
     assert max_worker_groups("SidecarMode") == 17
     assert job_name("A" * 60) == "a" * 47
+
+
+def test_the_digest_is_read_from_the_stack_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from raytpu.operations.stack_outputs import stack_output
+
+    fake = tmp_path / "pulumi"
+    # Answers only the exact call raytpu makes; anything else fails.
+    fake.write_text("#!/bin/sh\n"
+                    '[ "$*" = "stack output image --stack t" ] || exit 3\n'
+                    f"echo {IMAGE}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert stack_output("t", "image") == IMAGE
+    assert stack_output("t", "image", secret=True) is None  # exit 3: not the call it knows

@@ -16,7 +16,6 @@ import yaml
 from pod_security import restricted_problems
 from ray_support import RAYJOB, SAMPLES, as_object, plan_ray, pod_templates, validate_pod
 from raytpu.components.ray_resources import RayClusterSpecArgs, RayJobSpecArgs
-from raytpu.config.jobs import JobConfig
 from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config
 from raytpu.facts.names import SLICE_GROUP_LABEL
