@@ -11,10 +11,16 @@ pools. xpk lives in its own throwaway venv (default ``/tmp/xpkvenv``, created on
 with ``pip install xpk``), never in the project's venv; pass ``--xpk PATH`` to use an
 existing executable. Without xpk the comparison is skipped, saying why.
 
-Targets: 64 pools within 3x the time of 1 pool; peak RSS under 500 MB; the 64-slice plan
-no slower than xpk's 64-slice dry run.
+Each plan runs the policy pack too, as ``raytpu plan`` does, with ``maxChips`` raised so
+that the 1024 chips of 64 slices pass (the shipped limit is 256; a blocked plan exits 3).
 
-    python benchmarks/plan_scaling.py [--repeat 5] [--xpk /path/to/xpk] [--importtime]
+Targets (issue 19): 64 pools within 1.3x the time of 1 pool; the 64-slice plan under 0.8x
+of xpk's 64-slice dry run; peak RSS under 500 MB. Both ratios come from this run's
+medians (interleaved runs, so background load hits every measurement alike); the load
+average before and after is printed with them, because the machine may be shared.
+
+    python benchmarks/plan_scaling.py [--repeat 9] [--xpk /path/to/xpk] [--importtime]
+        [--profile 64]   # cProfile of one in-process 64-slice plan, top functions
 """
 
 from __future__ import annotations
@@ -39,8 +45,10 @@ SIZES = (1, 8, 64)
 TPU = "v5litepod-16"
 ZONE = "us-west4-a"
 XPK_VENV = Path("/tmp/xpkvenv")
-TIME_RATIO_TARGET = 3.0
+TIME_RATIO_TARGET = 1.3
+XPK_RATIO_TARGET = 0.8
 RSS_TARGET_MB = 500.0
+POLICY_CONFIG = {"max-tpu-chips": {"maxChips": 4096}}
 
 
 @dataclass
@@ -96,6 +104,40 @@ def write_stacks(folder: Path) -> None:
             "raytpu:cluster": {"name": "bench", "deletionProtection": False},
         }
         (folder / f"Pulumi.scale{n}.yaml").write_text(yaml.safe_dump({"config": config}))
+    (folder / "policy.json").write_text(json.dumps(POLICY_CONFIG))
+
+
+def plan_args(stacks: Path, n: int) -> list[str]:
+    """``raytpu plan`` of the n-slice stack, as a user runs it (policies on)."""
+    return ["plan", "--stack", f"scale{n}", "--json", "--stacks-dir", str(stacks),
+            "--policy-config", str(stacks / "policy.json")]
+
+
+def profile_plan(stacks: Path, n: int, top: int = 25) -> None:
+    """cProfile of one plan of the n-slice stack in this process, after a warm-up plan (so
+    imports are not counted): where the time of the plan itself goes."""
+    import cProfile
+    import io
+    import pstats
+
+    from raytpu.plan.engine import run_plan
+    from raytpu.plan.policies import plan_policies
+
+    def once() -> None:
+        result = run_plan(f"scale{n}", stacks, preview=True)
+        plan_policies(result, config=POLICY_CONFIG)
+        result.to_json()
+
+    once()
+    prof = cProfile.Profile()
+    prof.enable()
+    once()
+    prof.disable()
+    for key in ("cumulative", "tottime"):
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats(key).print_stats(top)
+        print(f"\n--- plan of {n} slices, by {key} ---")
+        print("\n".join(buf.getvalue().splitlines()[4:]))
 
 
 def raytpu_command() -> list[str]:
@@ -161,14 +203,17 @@ def verdict(ok: bool | None) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median used)")
+    ap.add_argument("--repeat", type=int, default=9, help="runs per measurement (median used)")
     ap.add_argument("--xpk", help="path of an xpk executable (default: /tmp/xpkvenv/bin/xpk)")
     ap.add_argument("--no-install-xpk", action="store_true",
                     help="do not create /tmp/xpkvenv when xpk is missing")
     ap.add_argument("--importtime", action="store_true",
                     help="also print where the 64-slice plan spends its import time")
+    ap.add_argument("--profile", type=int, metavar="N", choices=SIZES,
+                    help="also print a cProfile of one in-process plan of N slices")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     opts = ap.parse_args()
+    load_before = os.getloadavg()
 
     xpk, xpk_note = find_xpk(opts.xpk, install=not opts.no_install_xpk)
     raytpu = raytpu_command()
@@ -183,8 +228,7 @@ def main() -> int:
         xpk_cwd = Path(tmp) / "xpk"
         xpk_cwd.mkdir()
         for n in SIZES:  # warm-up: .pyc files, page cache
-            _, _, out = measure([*raytpu, "plan", "--stack", f"scale{n}", "--json",
-                                 "--stacks-dir", str(stacks)], REPO)
+            _, _, out = measure([*raytpu, *plan_args(stacks, n)], REPO)
             check_plan(out, n)
         if xpk is not None:
             try:
@@ -193,21 +237,24 @@ def main() -> int:
                 xpk_error, xpk = str(e)[-500:], None
         for _ in range(opts.repeat):  # interleaved, so background load hits all alike
             for n in SIZES:
-                wall, rss, _ = measure([*raytpu, "plan", "--stack", f"scale{n}", "--json",
-                                        "--stacks-dir", str(stacks)], REPO)
+                wall, rss, _ = measure([*raytpu, *plan_args(stacks, n)], REPO)
                 results[n].wall_s.append(wall)
                 results[n].rss_mb.append(rss)
             if xpk is not None:
                 wall, rss, _ = measure(xpk_command(xpk, 64), xpk_cwd)
                 xpk_samples.wall_s.append(wall)
                 xpk_samples.rss_mb.append(rss)
-        imports = (import_report([*raytpu, "plan", "--stack", "scale64", "--json",
-                                  "--stacks-dir", str(stacks)], REPO)
+        imports = (import_report([*raytpu, *plan_args(stacks, 64)], REPO)
                    if opts.importtime else [])
+        if opts.profile:
+            profile_plan(stacks, opts.profile)
         shutil.rmtree(xpk_cwd, ignore_errors=True)
 
+    load_after = os.getloadavg()
     print(f"\nraytpu plan --json ({TPU} slices, one node pool each; {opts.repeat} runs, "
           f"fresh process per run, {os.cpu_count()} CPUs)")
+    print("load average (1/5/15 min) before: " + "/".join(f"{x:.1f}" for x in load_before)
+          + ", after: " + "/".join(f"{x:.1f}" for x in load_after))
     print(f"{'measurement':32s} {'median s':>9s} {'best s':>8s} {'peak RSS MB':>12s}")
     rows = [*results.values(), *([xpk_samples] if xpk_samples.wall_s else [])]
     for s in rows:
@@ -219,20 +266,22 @@ def main() -> int:
     print(f"ratio 64/1 pools: {ratio:.2f}x")
     peak = max(s.peak_rss for s in results.values())
     xpk_ok: bool | None = None
+    xpk_ratio = 0.0
     if xpk_samples.wall_s:
-        xpk_ok = t64 <= xpk_samples.median
-        print(f"raytpu 64 / xpk 64: {t64 / xpk_samples.median:.2f}x "
+        xpk_ratio = t64 / xpk_samples.median
+        xpk_ok = xpk_ratio <= XPK_RATIO_TARGET
+        print(f"raytpu 64 / xpk 64: {xpk_ratio:.2f}x "
               f"(best-of: {results[64].best / xpk_samples.best:.2f}x)")
     else:
         print(f"xpk comparison skipped: {xpk_error or xpk_note}")
 
     checks = [
-        (f"64 pools within {TIME_RATIO_TARGET:.0f}x the time of 1 pool ({ratio:.2f}x)",
+        (f"64 pools within {TIME_RATIO_TARGET:.1f}x the time of 1 pool ({ratio:.2f}x)",
          ratio <= TIME_RATIO_TARGET),
         (f"peak RSS under {RSS_TARGET_MB:.0f} MB ({peak:.0f} MB)", peak < RSS_TARGET_MB),
-        ("64-slice plan no slower than xpk's dry run "
-         + (f"({t64:.2f} s vs {xpk_samples.median:.2f} s)" if xpk_samples.wall_s else ""),
-         xpk_ok),
+        (f"64-slice plan under {XPK_RATIO_TARGET:.1f}x of xpk's dry run "
+         + (f"({xpk_ratio:.2f}x: {t64:.2f} s vs {xpk_samples.median:.2f} s)"
+            if xpk_samples.wall_s else ""), xpk_ok),
     ]
     print()
     for text, ok in checks:

@@ -13,13 +13,8 @@ from raytpu.components.ray_pod_templates import worker_resources
 from raytpu.config.fit import HEADROOM, parse_quantity, request_problems
 from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config, stack_warnings
-from raytpu.facts.catalog import (
-    GENERAL_PURPOSE_MACHINES,
-    GENERATIONS,
-    MACHINE_RESOURCES,
-    node_allocatable,
-    slice_shape,
-)
+from raytpu.facts.catalog import GENERATIONS, slice_shape
+from raytpu.facts.machines import GENERAL_PURPOSE_MACHINES, MACHINE_RESOURCES, node_allocatable
 
 
 def _raw(**overrides: Any) -> dict[str, Any]:

@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .presets import BYTE_MODEL, LlamaConfig, preset
+
 if TYPE_CHECKING:
     from raytpu.facts.catalog import SliceShape
 
@@ -76,11 +78,35 @@ class TrainConfig:
     fail_host_at_step: int | None = None
     """Local rehearsal only: hold every host after this step (first attempt) until killed."""
     hold_timeout_s: float = 120.0
+    preset: str | None = None
+    """A Llama-style preset (:mod:`raytpu.workloads.presets`); None: the byte GPT sized by
+    ``model``. Either way ``model.seq_len`` is the training context."""
+    fsdp: bool | None = None
+    """Shard parameters, gradients and optimizer state over each slice's chips (SPMD);
+    None: on for a preset, off for the byte GPT. The CPU simulation's hosts (one XLA:CPU
+    device each, gloo between them) always replicate."""
+    remat: bool = False
+    """Recompute each layer's activations in the backward pass (activation checkpointing)."""
+    tokenizer: str | None = None
+    """A tokenizer file (``tokenizer.json`` for ``tokenizers``, ``*.model`` for
+    ``sentencepiece``); None: bytes."""
+    framework: str = "torch"
+    """``torch`` (torch_xla) or ``jax``."""
     model: ModelConfig = field(default_factory=ModelConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def use_fsdp(self) -> bool:
+        return self.preset is not None if self.fsdp is None else self.fsdp
+
+    def architecture(self) -> ModelConfig | LlamaConfig:
+        """The model's shape: the preset's, or the byte GPT's."""
+        if self.preset is None or self.preset == BYTE_MODEL:
+            return self.model
+        return preset(self.preset)
 
     def shape(self) -> SliceShape:
         """The slice this run is for, as the stack declared it: accelerator type, topology
@@ -131,6 +157,11 @@ _FLAGS: tuple[tuple[str, str, type], ...] = (
     ("--checkpoint-every", "checkpoint_every", int),
     ("--log-every", "log_every", int),
     ("--compile", "compile", bool),
+    ("--model", "preset", str),
+    ("--fsdp", "fsdp", bool),
+    ("--remat", "remat", bool),
+    ("--tokenizer", "tokenizer", str),
+    ("--framework", "framework", str),
     ("--n-layers", "model.n_layers", int),
     ("--d-model", "model.d_model", int),
     ("--n-heads", "model.n_heads", int),
@@ -140,6 +171,9 @@ _FLAGS: tuple[tuple[str, str, type], ...] = (
 )
 
 
+# Written only when they differ from the default: the command lines of byte-GPT jobs
+# stay as they were before these options existed.
+_OMIT_AT_DEFAULT = {"remat": TrainConfig.remat, "framework": TrainConfig.framework}
 # The slice's shape: all a command run (``opts.command``) takes from a TrainConfig.
 _SHAPE_FLAGS = ("--tpu", "--slices", "--topology", "--machine-type")
 
@@ -154,6 +188,8 @@ def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
         value: Any = flat
         for part in path.split("."):
             value = value[part]
+        if path in _OMIT_AT_DEFAULT and value == _OMIT_AT_DEFAULT[path]:
+            continue
         if isinstance(value, bool):
             argv.append(flag if value else flag.replace("--", "--no-", 1))
         elif value is not None:

@@ -1,16 +1,28 @@
-"""Closed-form size and FLOPs of :class:`~raytpu.workloads.model.ByteLM` (no torch import).
+"""Closed-form size and training FLOPs of both model families (no torch import).
 
-The parameter count is tested against the module, so the MFU figure the driver reports
-is only as wrong as the 6N + attention approximation itself.
+One formula, used by the trainers' MFU, the fit estimate and the benchmark:
+
+    FLOPs per trained token = 6 * N_matmul + 12 * n_layers * d_model * seq_len
+
+``6 * N_matmul``: forward (2) + backward (4) multiply-adds of every weight matmul, where
+N_matmul counts the attention and MLP weights of every layer plus the LM head once (tied or
+not: the input embedding is a lookup, and so is the byte GPT's position table); norms and
+biases do no matmul. ``12 * L * d * seq``: attention's scores and values, QK^T and AV, 2
+FLOPs per multiply-add each, forward + backward (the PaLM paper's appendix B; causal
+masking not discounted, activation recomputation not counted, as MFU's definition asks).
+The parameter counts are tested against the modules, so MFU is only as wrong as this
+approximation.
 """
 
 from __future__ import annotations
 
 from .config import ModelConfig
+from .presets import LlamaConfig
+
+AnyModel = ModelConfig | LlamaConfig
 
 
-def param_count(cfg: ModelConfig) -> int:
-    """Parameters of ``ByteLM`` (the LM head is tied to the embedding, so it adds none)."""
+def _byte_param_count(cfg: ModelConfig) -> int:
     d = cfg.d_model
     attention = (3 * d * d + 3 * d) + (d * d + d)  # qkv + output projection, with biases
     mlp = (4 * d * d + 4 * d) + (4 * d * d + d)
@@ -19,13 +31,45 @@ def param_count(cfg: ModelConfig) -> int:
     return embeddings + cfg.n_layers * (attention + mlp + norms) + 2 * d  # + final norm
 
 
-def train_flops_per_token(cfg: ModelConfig) -> float:
-    """Model FLOPs per trained token: forward + backward, no recomputation.
+def llama_layer_matmul_params(cfg: LlamaConfig) -> int:
+    """Weights of one decoder layer's matmuls: q, k, v, o and the SwiGLU gate, up, down."""
+    d = cfg.d_model
+    return 2 * d * d + 2 * d * cfg.kv_dim + 3 * d * cfg.ffn_dim
 
-    ``6 * N`` for the weight matmuls, where N is every parameter but the position table
-    (the tied embedding counts once, for the LM head; biases and norms are a <2% over-
-    count at the default size), plus ``12 * layers * d_model * seq_len`` for attention
-    scores and values (the PaLM paper's appendix B formula, causal mask not discounted).
-    """
-    n_matmul = param_count(cfg) - cfg.seq_len * cfg.d_model
-    return 6.0 * n_matmul + 12.0 * cfg.n_layers * cfg.d_model * cfg.seq_len
+
+def _llama_param_count(cfg: LlamaConfig) -> int:
+    d = cfg.d_model
+    embeddings = cfg.vocab_size * d * (1 if cfg.tie_embeddings else 2)
+    return embeddings + cfg.n_layers * (llama_layer_matmul_params(cfg) + 2 * d) + d
+
+
+def param_count(cfg: AnyModel) -> int:
+    """Every parameter of the module (a tied LM head adds none)."""
+    if isinstance(cfg, LlamaConfig):
+        return _llama_param_count(cfg)
+    return _byte_param_count(cfg)
+
+
+def matmul_params(cfg: AnyModel) -> int:
+    """N_matmul of the module docstring's formula."""
+    d = cfg.d_model
+    if isinstance(cfg, LlamaConfig):
+        return cfg.n_layers * llama_layer_matmul_params(cfg) + cfg.vocab_size * d
+    per_layer = 3 * d * d + d * d + 8 * d * d
+    return cfg.n_layers * per_layer + cfg.vocab_size * d
+
+
+def train_flops_per_token(cfg: AnyModel, seq_len: int | None = None) -> float:
+    """Model FLOPs per trained token (forward + backward), the module docstring's formula.
+
+    ``seq_len``: the training context (the byte GPT's own ``seq_len`` when omitted)."""
+    if seq_len is None:
+        if isinstance(cfg, LlamaConfig):
+            raise ValueError("a Llama preset's FLOPs need the training seq_len")
+        seq_len = cfg.seq_len
+    return 6.0 * matmul_params(cfg) + 12.0 * cfg.n_layers * cfg.d_model * seq_len
+
+
+def train_flops_per_step(cfg: AnyModel, seq_len: int, global_batch: int) -> float:
+    """FLOPs of one optimizer step over ``global_batch`` sequences of ``seq_len`` tokens."""
+    return train_flops_per_token(cfg, seq_len) * seq_len * global_batch

@@ -146,23 +146,31 @@ class TpuGlooConfig(BackendConfig):
 
 
 def fit_on_slices(train_fn: Callable[[dict[str, Any]], None], loop_config: dict[str, Any],
-                  cfg: TrainConfig, opts: LaunchOptions, *, gloo: bool = True) -> None:
+                  cfg: TrainConfig, opts: LaunchOptions, *, gloo: bool = True,
+                  jax: bool = False) -> None:
     """Run ``train_fn`` on one worker per host of ``cfg.slices`` slices of ``cfg``'s shape,
-    scaling ``opts.slice_group`` up from zero first; returns when every worker has."""
+    scaling ``opts.slice_group`` up from zero first; returns when every worker has.
+    ``jax``: under Ray Train's ``JaxTrainer``, whose backend runs ``jax.distributed.
+    initialize`` on every worker (and sets the ``MEGASCALE_*`` variables) instead of ours."""
     scaling = TrainScaling.of(cfg, opts.slice_group)
-    trainer = DataParallelTrainer(
-        train_fn,
+    common: dict[str, Any] = dict(
         train_loop_config=loop_config,
-        backend_config=TpuGlooConfig(num_slices=cfg.slices, gloo=gloo),
         scaling_config=ScalingConfig(**scaling.scaling_config_kwargs()),
-        # Ray annotates this parameter with the v1 RunConfig; v2 requires the v2 class.
-        run_config=RunConfig(  # type: ignore[arg-type]
+        run_config=RunConfig(
             name=opts.run_name,
             storage_path=opts.storage_path,
             failure_config=FailureConfig(max_failures=opts.max_failures),
             checkpoint_config=CheckpointConfig(num_to_keep=2),
         ),
     )
+    trainer: DataParallelTrainer
+    if jax:
+        from ray.train.v2.jax import JaxTrainer
+
+        trainer = JaxTrainer(train_fn, **common)
+    else:
+        trainer = DataParallelTrainer(
+            train_fn, backend_config=TpuGlooConfig(num_slices=cfg.slices, gloo=gloo), **common)
     if scaling.capacity_request:
         request_capacity(scaling.capacity_request)
     try:

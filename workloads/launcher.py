@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +24,6 @@ from typing import Any
 
 import ray
 import ray.train
-from ray.train import Checkpoint, CheckpointConsistencyMode
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from .config import LaunchOptions, TrainConfig, from_argv
@@ -33,93 +31,14 @@ from .gang import TpuGlooConfig as TpuGlooConfig
 from .gang import fit_on_slices
 from .gang import slice_ids as slice_ids
 from .metrics import MetricsSink, MetricsWriter, MfuBasis, ProgressFile
+from .ray_hooks import RayHooks
 from .scaling import TrainScaling
 
 POLL_S = 0.5  # driver: drain the metrics sink this often
-PUBLISH_S = 0.5  # rank 0: push step records this often
 PROGRESS_WRITE_S = 5.0
 
 
 # -- the per-host loop, inside each Ray Train worker ------------------------------------
-
-
-class RayHooks:
-    """Trainer hooks backed by Ray Train checkpoints and the driver's metrics sink."""
-
-    def __init__(self, sink: Any, rank: int) -> None:
-        self._sink = sink
-        self._rank = rank
-        self._pending: list[Any] = []
-        self._buffer: list[dict[str, Any]] = []
-        self._last_send = 0.0
-        self._attempt = 0
-
-    def begin_attempt(self) -> tuple[int, bool]:
-        import torch.distributed as dist
-
-        box: list[Any] = [None]
-        if self._rank == 0:
-            box[0] = ray.get(self._sink.begin_attempt.remote())
-        dist.broadcast_object_list(box, src=0)  # one number for the whole worker group
-        attempt, first = box[0]
-        self._attempt = int(attempt)
-        return self._attempt, bool(first)
-
-    def restore(self) -> dict[str, Any] | None:
-        from .trainer import read_checkpoint
-
-        checkpoint = ray.train.get_checkpoint()
-        if checkpoint is None:
-            return None
-        with checkpoint.as_directory() as d:
-            return read_checkpoint(Path(d))
-
-    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
-        from .trainer import write_checkpoint
-
-        name = f"checkpoint_step{step:07d}_{time.strftime('%Y%m%d-%H%M%S')}"
-        if state is None:
-            ray.train.report(metrics, checkpoint_dir_name=name)
-            return
-        with tempfile.TemporaryDirectory(prefix="raytpu-ckpt-") as d:
-            write_checkpoint(Path(d), state)
-            ray.train.report(
-                metrics, checkpoint=Checkpoint.from_directory(d), checkpoint_dir_name=name
-            )
-        self._pending.append(self._sink.checkpointed.remote(step))  # the saving rank only
-
-    def publish(self, records: list[dict[str, Any]]) -> None:
-        # Batched: one RPC per PUBLISH_S rather than per step (the sink and the driver
-        # share the hosts' cores in the simulation).
-        self._buffer.extend(records)
-        if time.monotonic() - self._last_send >= PUBLISH_S:
-            self._send()
-
-    def _send(self) -> None:
-        if self._buffer:
-            self._pending.append(self._sink.push.remote(self._buffer))
-            self._buffer = []
-        self._last_send = time.monotonic()
-        if len(self._pending) > 16:
-            ray.get(self._pending[:8])
-            del self._pending[:8]
-
-    def flush(self) -> None:
-        self._send()
-        ray.get(self._pending)
-        self._pending.clear()
-
-    def holding(self, step: int) -> None:
-        if self._rank == 0:
-            event = {"kind": "holding", "step": step, "attempt": self._attempt}
-            ray.get(self._sink.event.remote(event))
-
-    def settle(self) -> None:
-        # The controller registers a reported checkpoint when it next polls the workers
-        # (every 2 s); a worker group lost before that resumes from the one before.
-        ray.train.get_all_reported_checkpoints(
-            consistency_mode=CheckpointConsistencyMode.COMMITTED
-        )
 
 
 def ray_train_loop(config: dict[str, Any]) -> None:
@@ -138,7 +57,7 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     ident = host_identity(os.environ, shape, real_tpu=real_tpu, num_slices=cfg.slices)
     if world != ident.num_hosts:
         raise TpuEnvError(f"{world} Ray workers for {ident.num_hosts} TPU hosts")
-    par = make_parallelism(cfg.slices)
+    par = make_parallelism(cfg.slices, fsdp=cfg.use_fsdp)
     data_index = ident.data_index
     if isinstance(par, SpmdDataParallel):
         import torch_xla.runtime as xr
@@ -153,7 +72,9 @@ def ray_train_loop(config: dict[str, Any]) -> None:
     indices: list[Any] = [None] * world
     dist.all_gather_object(indices, data_index)
     check_host_indices(indices)
-    basis = MfuBasis.for_run(cfg.model, shape, cfg.slices, simulated=not real_tpu)
+    basis = MfuBasis.for_run(cfg.architecture(), shape, cfg.slices, simulated=not real_tpu,
+                             seq_len=cfg.model.seq_len, processes=world,
+                             global_devices=par.global_devices)
     place = HostPlace(data_index=data_index, num_hosts=ident.num_hosts, rank=rank)
     train(cfg, par, RayHooks(config["sink"], rank), place, basis)
 
@@ -200,6 +121,13 @@ def launch(
     writer = writer or MetricsWriter(
         Path(opts.metrics_out) if opts.metrics_out else None, cfg.steps, opts.progress
     )
+    if cfg.framework == "jax":
+        from .jax_launch import ray_jax_loop
+
+        loop: Callable[[dict[str, Any]], None] = ray_jax_loop
+    else:
+        loop = ray_train_loop
+
     stop = threading.Event()
     errors: list[BaseException] = []
 
@@ -226,7 +154,8 @@ def launch(
     pump_thread = threading.Thread(target=pump, name="raytpu-metrics", daemon=True)
     pump_thread.start()
     try:
-        fit_on_slices(ray_train_loop, {"train": cfg.to_dict(), "sink": sink}, cfg, opts)
+        fit_on_slices(loop, {"train": cfg.to_dict(), "sink": sink}, cfg, opts,
+                      jax=cfg.framework == "jax")
     finally:
         stop.set()
         pump_thread.join(timeout=30)

@@ -119,6 +119,12 @@ def run_local(
     from .launcher import launch
 
     shape = slice_shape(cfg.tpu)
+    if cfg.framework == "jax":
+        from .jax_trainer import simulation_env
+
+        # Each simulated host's JAX sees CPU devices for its chips; gloo carries the
+        # collectives between hosts, so the global mesh's reductions really cross them.
+        host_env = {**simulation_env(shape.chips_per_vm), **(host_env or {})}
     writer = MetricsWriter(
         Path(opts.metrics_out) if opts.metrics_out else None, cfg.steps, opts.progress
     )

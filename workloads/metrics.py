@@ -25,10 +25,10 @@ from raytpu.facts.ray_metrics import (
     TRAINER_METRICS,
 )
 
-from .config import ModelConfig
-from .flops import train_flops_per_token
+from .flops import AnyModel, train_flops_per_token
 
-REQUIRED_FIELDS = ("step", "loss", "tokens_per_s", "step_time_s", "mfu", "attempt", "retrained")
+REQUIRED_FIELDS = ("step", "loss", "tokens_per_s", "step_time_s", "mfu", "attempt", "retrained",
+                   "framework", "processes", "global_devices")
 
 
 
@@ -80,20 +80,30 @@ class RayMetricsExporter:
 
 @dataclass(frozen=True)
 class MfuBasis:
-    """What MFU is measured against: every chip of every slice at peak bf16."""
+    """What MFU is measured against (every chip of every slice at peak bf16), and what ran:
+    the framework, its processes (hosts) and the devices of its global mesh."""
 
     flops_per_token: float
     peak_flops: float
     simulated: bool
+    framework: str = "torch"
+    processes: int = 1
+    global_devices: int = 1
 
     @classmethod
     def for_run(
-        cls, model: ModelConfig, shape: SliceShape, slices: int, simulated: bool
+        cls, model: AnyModel, shape: SliceShape, slices: int, simulated: bool,
+        seq_len: int | None = None, *, framework: str = "torch", processes: int = 1,
+        global_devices: int = 1,
     ) -> MfuBasis:
+        """``raytpu.workloads.flops``' formula against the catalog's peak of every chip."""
         return cls(
-            flops_per_token=train_flops_per_token(model),
+            flops_per_token=train_flops_per_token(model, seq_len),
             peak_flops=shape.peak_bf16_flops * slices,
             simulated=simulated,
+            framework=framework,
+            processes=processes,
+            global_devices=global_devices,
         )
 
     def mfu(self, tokens_per_s: float) -> float:
@@ -122,6 +132,9 @@ def step_record(
         # MFU of a CPU simulation is against the *simulated* slice's TPU peak: tiny.
         "mfu_peak_flops": basis.peak_flops,
         "simulated": basis.simulated,
+        "framework": basis.framework,
+        "processes": basis.processes,
+        "global_devices": basis.global_devices,
         "lr": lr,
         "attempt": attempt,
         "time": time.time(),

@@ -1,32 +1,18 @@
-"""AdamW with linear warmup then cosine decay; the schedule is a pure function of the step.
-
-Because the learning rate depends on nothing but the step, a resumed run needs no
-scheduler state: the checkpoint's step number is enough.
+"""torch's AdamW for the trainer; the schedule (:func:`lr_at`) is in
+:mod:`raytpu.workloads.schedule`, shared with the JAX trainer.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 from torch import nn
 
 from .config import OptimConfig
+from .schedule import lr_at
 
-
-def lr_at(step: int, total_steps: int, cfg: OptimConfig) -> float:
-    """Learning rate for 1-based ``step`` of a ``total_steps`` run.
-
-    Linear from ``lr / warmup`` to ``lr`` at step ``warmup``, then a half cosine down to
-    ``min_lr_ratio * lr`` at ``total_steps`` (and flat after it).
-    """
-    if step < cfg.warmup_steps:
-        return cfg.lr * step / cfg.warmup_steps
-    peak = max(1, cfg.warmup_steps)
-    progress = min(1.0, (step - peak) / max(1, total_steps - peak))
-    floor = cfg.lr * cfg.min_lr_ratio
-    return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+__all__ = ["build_optimizer", "lr_at", "materialize_state", "optimizer_step", "set_lr"]
 
 
 def build_optimizer(model: nn.Module, cfg: OptimConfig) -> torch.optim.AdamW:

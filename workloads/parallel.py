@@ -45,6 +45,23 @@ class Parallelism(Protocol):
         """End of step: cut and dispatch the traced graph (asynchronously on XLA)."""
         ...
 
+    @property
+    def global_devices(self) -> int:
+        """Devices of the run's mesh: every process's (one per process without SPMD)."""
+        ...
+
+    sharded: bool
+    """Parameters are split over devices: gathering them (a checkpoint) is a collective
+    program every host must run, not only the one that saves."""
+
+    def shard_model(self, model: torch.nn.Module) -> None:
+        """Lay the model (on ``device`` now) out over the devices; a no-op unless sharded."""
+        ...
+
+    def shard_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Lay the optimizer's state out like its parameters; a no-op unless sharded."""
+        ...
+
     def wait(self) -> None:
         """Block until everything dispatched has run (and its step closures with it)."""
         ...
@@ -114,6 +131,18 @@ class HostGlooSync:
 
         xm.wait_device_ops()
 
+    sharded = False
+
+    @property
+    def global_devices(self) -> int:
+        return _world_size()
+
+    def shard_model(self, model: torch.nn.Module) -> None:
+        pass
+
+    def shard_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        pass
+
 
 class EagerCpu:
     """Eager PyTorch on the CPU, gradients averaged over gloo if a group exists."""
@@ -146,15 +175,30 @@ class EagerCpu:
     def wait(self) -> None:
         pass
 
+    sharded = False
+
+    @property
+    def global_devices(self) -> int:
+        return _world_size()
+
+    def shard_model(self, model: torch.nn.Module) -> None:
+        pass
+
+    def shard_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        pass
+
 
 class SpmdDataParallel:
-    """TPU: SPMD over a ``(dcn, data)`` mesh of every chip of every slice.
+    """TPU: SPMD over a ``(data, fsdp)`` mesh of every chip of every slice.
 
-    Each host passes its local batch; ``minibatch=True`` makes it this host's shard of
-    the global batch (a host-local tensor marked with ``mark_sharding`` would instead be
-    taken as the whole global batch). Parameters stay replicated, so the gradient
-    all-reduce is inserted by the partitioner (ICI within a slice, DCN across slices).
-    Not exercisable on CPU: XLA:CPU cannot form a multi-process mesh.
+    ``data`` spans the slices (DCN), ``fsdp`` the chips of a slice (ICI); the batch is split
+    over both. Each host passes its local batch; ``minibatch=True`` makes it this host's
+    shard of the global batch (a host-local tensor marked with ``mark_sharding`` would
+    instead be taken as the whole global batch). With ``fsdp`` the parameters, gradients
+    and optimizer state are split over the ``fsdp`` axis (:mod:`raytpu.workloads.fsdp`);
+    without, they stay replicated and the partitioner inserts the gradient all-reduce.
+    Not exercisable on CPU across processes: XLA:CPU cannot form a multi-process mesh,
+    but one process with ``CPU_NUM_DEVICES`` virtual devices runs the same program.
     """
 
     name = "tpu-spmd"
@@ -162,11 +206,14 @@ class SpmdDataParallel:
     # unmeasured here (XLA:CPU cannot form this mesh).
     compile_by_default = False
 
-    def __init__(self, num_slices: int) -> None:
+    def __init__(self, num_slices: int, fsdp: bool = False, bf16: bool = True) -> None:
         import torch_xla
         import torch_xla.core.xla_model as xm
         import torch_xla.distributed.spmd as xs
         import torch_xla.runtime as xr
+
+        from .fsdp import FsdpSharding
+        from .sharding import BATCH_AXES, DATA, FSDP
 
         xr.use_spmd()  # before any XLA tensor exists
         self._torch_xla, self._xm = torch_xla, xm
@@ -177,13 +224,21 @@ class SpmdDataParallel:
             mesh: xs.Mesh = xs.HybridMesh(
                 ici_mesh_shape=(1, n // num_slices),
                 dcn_mesh_shape=(num_slices, 1),
-                axis_names=("dcn", "data"),
+                axis_names=(DATA, FSDP),
             )
         else:
-            mesh = xs.Mesh(np.arange(n), (1, n), ("dcn", "data"))
+            mesh = xs.Mesh(np.arange(n), (1, n), (DATA, FSDP))
         self.mesh = mesh
-        self._spec = xs.ShardingSpec(mesh, (("dcn", "data"), None), minibatch=True)
+        self._spec = xs.ShardingSpec(mesh, (BATCH_AXES, None), minibatch=True)
         self.device = torch_xla.device()
+        self.sharded = fsdp
+        self._devices = n
+        self._fsdp = FsdpSharding(mesh) if fsdp else None
+        self._bf16 = bf16
+
+    @property
+    def global_devices(self) -> int:
+        return self._devices
 
     def to_device(self, batch: np.ndarray) -> torch.Tensor:
         out: Any = self._xm.send_cpu_data_to_device(
@@ -192,10 +247,24 @@ class SpmdDataParallel:
         return cast(torch.Tensor, out[0])
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
+        if not self._bf16:
+            return contextlib.nullcontext()
         return torch.autocast("xla", dtype=torch.bfloat16)
 
+    def shard_model(self, model: torch.nn.Module) -> None:
+        if self._fsdp is not None:
+            layers = getattr(model, "layers", None) or getattr(model, "blocks", [])
+            self._fsdp.shard_model(model, layers)
+
+    def shard_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        if self._fsdp is not None:
+            self._fsdp.shard_optimizer(optimizer)
+
     def sync_grads(self, params: list[torch.nn.Parameter], loss: torch.Tensor) -> float | None:
-        return None  # the partitioner already all-reduced the gradients
+        # The partitioner reduces the gradients (all-reduce, or reduce-scatter when sharded).
+        if self._fsdp is not None:
+            self._fsdp.shard_grads(params)
+        return None
 
     def mark_step(self) -> None:
         self._torch_xla.sync()

@@ -7,9 +7,11 @@ stack's RayJobs share one validation without importing each other.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .config import ModelConfig, OptimConfig, TrainConfig
+from .presets import BYTE_MODEL, PRESETS
 
 
 class BadFlags(Exception):
@@ -28,8 +30,31 @@ def trainer_defaults() -> dict[str, Any]:
         "batch_per_host": d.batch_per_host, "n_layers": m.n_layers, "d_model": m.d_model,
         "n_heads": m.n_heads, "seq_len": m.seq_len, "lr": o.lr,
         "warmup_steps": o.warmup_steps, "seed": d.seed, "compile": d.compile,
-        "log_every": d.log_every,
+        "log_every": d.log_every, "model": d.preset, "fsdp": d.fsdp, "remat": d.remat,
+        "tokenizer": d.tokenizer, "framework": d.framework,
     }
+
+
+FRAMEWORKS = ("torch", "jax")
+
+
+def _model_problems(problems: list[str], model: str | None, framework: str,
+                    tokenizer: str | None, check_files: bool) -> None:
+    """``--model``, ``--framework`` and ``--tokenizer``: names that exist, and together."""
+    if model is not None and model != BYTE_MODEL and model not in PRESETS:
+        problems.append(f"--model: {model!r} is not a model preset; valid: "
+                        f"{', '.join([BYTE_MODEL, *PRESETS])}")
+    if framework not in FRAMEWORKS:
+        problems.append(f"--framework: {framework!r} is not one of {', '.join(FRAMEWORKS)}")
+    elif framework == "jax" and model in (None, BYTE_MODEL):
+        problems.append("--framework jax: trains the Llama presets; add --model "
+                        f"({', '.join(PRESETS)})")
+    if tokenizer is not None:
+        if not tokenizer.endswith((".json", ".model")):
+            problems.append(f"--tokenizer: {tokenizer!r} is not a tokenizer file "
+                            "(tokenizer.json for 'tokenizers', *.model for 'sentencepiece')")
+        elif check_files and "://" not in tokenizer and not Path(tokenizer).is_file():
+            problems.append(f"--tokenizer: {tokenizer!r} does not exist")
 
 
 def _positive(problems: list[str], **flags: float) -> None:
@@ -59,6 +84,11 @@ def build_config(
     topology: str | None = None,
     machine_type: str | None = None,
     check_data: bool = True,
+    model: str | None = None,
+    fsdp: bool | None = None,
+    remat: bool = False,
+    tokenizer: str | None = None,
+    framework: str = "torch",
 ) -> TrainConfig:
     """Validate the trainer options; raises :class:`BadFlags` listing every problem.
 
@@ -88,6 +118,7 @@ def build_config(
             check_data_path(data)
         except DataError as e:
             problems.append(f"--data: {e}")
+    _model_problems(problems, model, framework, tokenizer, check_data)
     if fail_host_at_step is not None and not 1 <= fail_host_at_step < steps:
         problems.append(
             f"--fail-host-at-step: {fail_host_at_step} must be in 1..{steps - 1} "
@@ -100,6 +131,8 @@ def build_config(
         steps=steps, batch_per_host=batch_per_host, seed=seed,
         data=data, checkpoint_every=checkpoint_every, log_every=log_every,
         fail_host_at_step=fail_host_at_step, compile=compile,
+        preset=None if model in (None, BYTE_MODEL) else model, fsdp=fsdp, remat=remat,
+        tokenizer=tokenizer, framework=framework,
         model=ModelConfig(n_layers=n_layers, d_model=d_model, n_heads=n_heads, seq_len=seq_len),
         optim=OptimConfig(lr=lr, warmup_steps=warmup_steps),
     )

@@ -16,51 +16,23 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
 from .config import TrainConfig
-from .data import ShardedBatches, load_corpus
+from .data import ShardedBatches
+from .llama import Llama
+from .loop import Hooks, HostPlace, hold
 from .metrics import MfuBasis, step_record
 from .model import ByteLM
 from .optim import build_optimizer, lr_at, materialize_state, optimizer_step, set_lr
 from .parallel import Parallelism
+from .presets import LlamaConfig
+from .tokens import load_tokens
 
 STATE_FILE = "state.pt"
 META_FILE = "meta.json"
-
-
-class Hooks(Protocol):
-    """What the launcher provides to the loop."""
-
-    def begin_attempt(self) -> tuple[int, bool]:
-        """(attempt number, whether it is the first attempt of this invocation)."""
-        ...
-
-    def restore(self) -> dict[str, Any] | None:
-        """The latest checkpoint's state (model, optim, step), or None to start fresh."""
-        ...
-
-    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
-        """Collective: every host calls it; only the rank that saves passes ``state``."""
-        ...
-
-    def publish(self, records: list[dict[str, Any]]) -> None:
-        """Step records from the reporting rank (fire and forget)."""
-        ...
-
-    def flush(self) -> None:
-        """Wait until every published record has arrived."""
-        ...
-
-    def settle(self) -> None:
-        """Wait until every saved checkpoint is registered (resumable), not just written."""
-        ...
-
-    def holding(self, step: int) -> None:
-        """Rehearsal: tell the launcher every host now waits, after ``step``, to be killed."""
-        ...
 
 
 def write_checkpoint(directory: Path, state: dict[str, Any]) -> None:
@@ -170,29 +142,13 @@ class StepLogger:
 
 
 @dataclass(frozen=True)
-class HostPlace:
-    """Where this process trains: its data shard and whether it reports metrics."""
-
-    data_index: int
-    num_hosts: int
-    rank: int
-
-
-@dataclass(frozen=True)
 class TrainSummary:
     first_step: int
     last_step: int
     attempt: int
     wall_s: float
     model: torch.nn.Module = field(repr=False)
-
-
-def _hold(timeout_s: float) -> None:
-    """Rehearsal of a preemption: wait to be killed with the rest of this host."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(0.2)
-    raise RuntimeError(f"held {timeout_s:.0f}s for the rehearsed host kill, which never came")
+    optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
 
 
 def train(
@@ -206,23 +162,25 @@ def train(
     t0 = time.perf_counter()
     attempt, first_attempt = hooks.begin_attempt()
     torch.manual_seed(cfg.seed)  # same initial weights on every host
-    model = ByteLM(cfg.model)
+    model = build_model(cfg)
     state = hooks.restore()
     start = 1
     if state is not None:
         model.load_state_dict(state["model"])
         start = int(state["step"]) + 1
     model.to(par.device)
+    par.shard_model(model)
     optimizer = build_optimizer(model, cfg.optim)
     if state is not None:
         optimizer.load_state_dict(state["optim"])  # moves the moments to the device
     materialize_state(optimizer)
+    par.shard_optimizer(optimizer)
     params = list(model.parameters())
     loss_fn = model.loss
     if use_compile(cfg, par):
         loss_fn = torch.compile(model.loss, backend="openxla")
 
-    corpus = load_corpus(cfg.data)
+    corpus = load_tokens(cfg.data, cfg.tokenizer, cfg.architecture().vocab_size)
     batches = ShardedBatches(
         corpus, cfg.model.seq_len, cfg.batch_per_host, place.num_hosts, cfg.seed
     )
@@ -253,22 +211,31 @@ def train(
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             logger.flush(par)
             snapshot = None
-            if place.rank == 0:
+            # Sharded weights are gathered by a program every host must run.
+            if place.rank == 0 or par.sharded:
                 snapshot = {
                     "step": step,
                     "model": _to_cpu(model.state_dict()),
                     "optim": _to_cpu(optimizer.state_dict()),
                 }
-            hooks.save(step, snapshot, {"step": step})
+            hooks.save(step, snapshot if place.rank == 0 else None, {"step": step})
         if step == cfg.fail_host_at_step and first_attempt and step < cfg.steps:
             # The rehearsed preemption strikes after step K with every checkpoint so far
             # registered, so which steps get retrained does not depend on timing.
             hooks.settle()
             logger.flush(par)
             hooks.holding(step)
-            _hold(cfg.hold_timeout_s)
+            hold(cfg.hold_timeout_s)
     logger.flush(par)
-    return TrainSummary(start, cfg.steps, attempt, time.perf_counter() - t0, model)
+    return TrainSummary(start, cfg.steps, attempt, time.perf_counter() - t0, model, optimizer)
+
+
+def build_model(cfg: TrainConfig) -> ByteLM | Llama:
+    """The byte GPT, or the Llama-style decoder of ``cfg.preset``."""
+    arch = cfg.architecture()
+    if isinstance(arch, LlamaConfig):
+        return Llama(arch, max_seq_len=cfg.model.seq_len, remat=cfg.remat)
+    return ByteLM(arch)
 
 
 def use_compile(cfg: TrainConfig, par: Parallelism) -> bool:
@@ -278,8 +245,9 @@ def use_compile(cfg: TrainConfig, par: Parallelism) -> bool:
     return par.compile_by_default if cfg.compile is None else cfg.compile
 
 
-def make_parallelism(num_slices: int = 1, eager: bool = False) -> Parallelism:
-    """The strategy for this process's platform (``PJRT_DEVICE``)."""
+def make_parallelism(num_slices: int = 1, eager: bool = False, fsdp: bool = False) -> Parallelism:
+    """The strategy for this process's platform (``PJRT_DEVICE``); ``fsdp`` shards the
+    model on TPU (the CPU simulation's one device per host has nothing to shard over)."""
     if eager:
         from .parallel import EagerCpu
 
@@ -291,7 +259,7 @@ def make_parallelism(num_slices: int = 1, eager: bool = False) -> Parallelism:
     if device == "TPU":
         from .parallel import SpmdDataParallel
 
-        return SpmdDataParallel(num_slices)
+        return SpmdDataParallel(num_slices, fsdp=fsdp)
     from .parallel import HostGlooSync
 
     return HostGlooSync()

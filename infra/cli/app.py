@@ -20,7 +20,6 @@ ray) happen inside the commands.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import sys
@@ -152,25 +151,15 @@ def catalog(
     generation: Annotated[str | None, typer.Argument(help="v4, v5e, v5p or v6e")] = None,
 ) -> None:
     """List TPU slice shapes: accelerator type, topology, hosts, chips per host, machine type."""
-    from raytpu.facts.catalog import GENERATIONS, CatalogError, accelerator_types, slice_shape
+    from raytpu.facts.catalog import GENERATIONS
+    from raytpu.operations.catalog import catalog_table
+    from raytpu.plan.render import render_table
     from rich.console import Console
-    from rich.table import Table
 
     if generation is not None and generation not in GENERATIONS:
         raise fail([f"generation: {generation!r} is unknown; valid: {', '.join(GENERATIONS)}"])
-    table = Table("accelerator type", "topology", "hosts", "chips/host", "machine type", "label")
-    for gen in [generation] if generation else list(GENERATIONS):
-        for name in accelerator_types(gen)[:12]:
-            default = slice_shape(name)
-            shapes = [default]
-            multi_vm = GENERATIONS[gen].machine_types[GENERATIONS[gen].multi_host_chips_per_vm]
-            if not default.multi_host and default.machine_type != multi_vm:
-                with contextlib.suppress(CatalogError):  # v5e/v6e 2x4 is also two 4-chip VMs
-                    shapes.append(slice_shape(name, machine_type=multi_vm))
-            for s in shapes:
-                table.add_row(s.accelerator_type, s.topology, str(s.hosts), str(s.chips_per_vm),
-                              s.machine_type, s.generation.accelerator_label)
-    Console().print(table)
+    # Every value whole (key/value blocks where the grid does not fit the terminal).
+    render_table(Console(), catalog_table(generation))
 
 
 register_workload_commands(app)

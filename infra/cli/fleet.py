@@ -23,15 +23,13 @@ def cost_command(
     stacks_dir: StacksDirOpt = None,
 ) -> None:
     """The price of the stack's TPU fleet and system pool, hourly and monthly (730 h)."""
-    from raytpu.config.file import load_stack_file
     from raytpu.config.stack import ConfigError
-    from raytpu.config.validate import parse_stack_config
+    from raytpu.program.load import load_stack_config
 
     try:
-        cfg = parse_stack_config(stack, load_stack_file(stack, stacks_dir))
+        cfg = load_stack_config(stack, stacks_dir)
     except ConfigError as e:
-        for line in e.problems:
-            print(f"error: {line}", file=sys.stderr)
+        _errors(e.problems)
         raise typer.Exit(2) from None
     from raytpu.operations.cost import render_cost
     from raytpu.plan.cost import cost_of
@@ -52,19 +50,20 @@ def status_command(
     stacks_dir: StacksDirOpt = None,
 ) -> None:
     """Live view of the stack's slices, Ray pods, RayCluster and team queues."""
-    from raytpu.config.file import load_stack_file
     from raytpu.config.stack import ConfigError
-    from raytpu.config.validate import parse_stack_config
     from raytpu.operations.status import (
         KubeReader,
+        NoKubeconfig,
         StatusError,
         connect,
+        credentials_hint,
         fleet_status,
         render_status,
     )
+    from raytpu.program.load import load_stack_config
 
     try:
-        cfg = parse_stack_config(stack, load_stack_file(stack, stacks_dir))
+        cfg = load_stack_config(stack, stacks_dir)
     except ConfigError as e:
         _errors(e.problems)
         raise typer.Exit(2) from None
@@ -72,7 +71,8 @@ def status_command(
         api_client, source = connect(stack, kubeconfig, context)
         view = fleet_status(cfg, KubeReader(api_client))
     except StatusError as e:
-        _errors([f"cannot read the cluster of stack {stack!r} ({cfg.cluster.name}): {e}"])
+        hint = f"; {credentials_hint(cfg)}" if isinstance(e, NoKubeconfig) else ""
+        _errors([f"cannot read the cluster of stack {stack!r} ({cfg.cluster.name}): {e}{hint}"])
         raise typer.Exit(1) from None
     if as_json:
         sys.stdout.write(json.dumps({**view, "source": source}, indent=2) + "\n")

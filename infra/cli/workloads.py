@@ -46,6 +46,27 @@ Compile = Annotated[
         "(default: on for XLA:CPU, off on TPU)",
     ),
 ]
+Model = Annotated[
+    str | None,
+    typer.Option("--model", help="Llama-style preset: tiny, small, 1b, 3b, 8b, 70b "
+                 "(default: the byte GPT sized by --n-layers/--d-model/--n-heads)"),
+]
+Fsdp = Annotated[
+    bool | None,
+    typer.Option("--fsdp/--no-fsdp", help="Shard params, grads and optimizer state over "
+                 "each slice's chips (default: on with --model)"),
+]
+Remat = Annotated[
+    bool, typer.Option("--remat/--no-remat", help="Activation checkpointing (recompute layers)")
+]
+Tokenizer = Annotated[
+    str | None,
+    typer.Option("--tokenizer", help="tokenizer.json (tokenizers) or *.model (sentencepiece); "
+                 "default: bytes"),
+]
+Framework = Annotated[
+    str, typer.Option("--framework", help="torch (torch_xla) or jax (needs --model)")
+]
 MaxFailures = Annotated[
     int, typer.Option("--max-failures", help="Worker-group restarts Ray Train may do")
 ]
@@ -78,6 +99,11 @@ TRAINER_FLAGS = (
     _flag("warmup_steps", Warmup, OPTIM.warmup_steps),
     _flag("seed", Seed, DEFAULTS.seed),
     _flag("compile", Compile, DEFAULTS.compile),
+    _flag("model", Model, DEFAULTS.preset),
+    _flag("fsdp", Fsdp, DEFAULTS.fsdp),
+    _flag("remat", Remat, DEFAULTS.remat),
+    _flag("tokenizer", Tokenizer, DEFAULTS.tokenizer),
+    _flag("framework", Framework, DEFAULTS.framework),
 )
 
 
@@ -140,7 +166,8 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--progress/--no-progress", help="Show a progress bar")
         ] = True,
     ) -> None:
-        """Train the byte-level LM; with --local, on a simulated slice of local Ray nodes."""
+        """Train the byte GPT or a Llama preset (--model), with torch_xla or JAX
+        (--framework); with --local, on a simulated slice of local Ray nodes."""
         problems: list[str] = []
         if not local:
             problems.append(

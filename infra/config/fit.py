@@ -2,7 +2,7 @@
 
 * The Ray head (``raytpu:ray.headCpu`` / ``headMemory``, plus KubeRay's autoscaler sidecar when
   a slice group is elastic) must fit one node of ``raytpu:cluster.systemPool.machineType``
-  after GKE's reservations (:func:`raytpu.facts.catalog.node_allocatable`), with headroom for the
+  after GKE's reservations (:func:`raytpu.facts.machines.node_allocatable`), with headroom for the
   DaemonSets every GKE node runs and, on the system pool, the operators. Requests equal limits
   on the head, so a head that does not fit stays Pending forever and the pool's autoscaler
   cannot help (every node of the pool has the same size).
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from raytpu.facts import catalog, versions
+from raytpu.facts import catalog, machines, versions
 
 if TYPE_CHECKING:
     from raytpu.config.stack import SliceGroupConfig, StackConfig
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # Share of a node's allocatable left free for what else runs there: every GKE node's
 # DaemonSets (kube-proxy, logging, metadata server, the TPU device plugin on TPU nodes) and, on
 # the system pool, cert-manager, KubeRay and the TPU webhook; it also covers the ~3 % of
-# memory the kernel keeps below GKE's formula (catalog.node_allocatable). A policy, not a fact.
+# memory the kernel keeps below GKE's formula (machines.node_allocatable). A policy, not a fact.
 HEADROOM = 0.10
 
 # KubeRay 1.7.0 common/pod.go BuildAutoscalerContainer: the in-tree autoscaler sidecar in the
@@ -76,7 +76,7 @@ def request_problems(
 ) -> list[str]:
     """Why ``cpu`` cores and ``memory`` bytes do not fit one ``machine_type`` node (with
     :data:`HEADROOM`); ``what`` names the pod and keys in the message."""
-    alloc = catalog.node_allocatable(machine_type)
+    alloc = machines.node_allocatable(machine_type)
     if alloc is None:
         return []
     usable = Decimal(1 - HEADROOM)
@@ -221,7 +221,7 @@ def fit_warnings(cfg: StackConfig) -> list[str]:
     slice groups whose pods could land on each other's pools (same selector)."""
     out = []
     machine = cfg.cluster.system_pool.machine_type
-    if catalog.node_allocatable(machine) is None:
+    if machines.node_allocatable(machine) is None:
         out.append(f"raytpu:cluster.systemPool.machineType: {machine!r} is not in the catalog; "
                    "whether the Ray head (raytpu:ray.headCpu / headMemory) fits a node is not "
                    "checked")

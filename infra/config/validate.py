@@ -294,15 +294,17 @@ def _monitoring_cost_problems(cfg: StackConfig) -> list[str]:
     return problems
 
 
-def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
-    """Validate a stack's flat config map. Raises :class:`ConfigError` listing every problem.
+def structural_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
+    """``raw`` parsed into the models (types, ranges, known keys). Raises
+    :class:`ConfigError` listing every problem a model finds, and the catalog's problems of
+    the well-formed slices.
 
     Keys outside the ``raytpu`` namespace other than ``gcp:project`` belong to providers
     (``gcp:region``, ``kubernetes:...``) and are left to them.
     """
     ours = {k: v for k, v in raw.items() if k.startswith(f"{NAMESPACE}:") or k == "gcp:project"}
     try:
-        cfg = StackConfig.model_validate({"stack": stack, **ours})
+        return StackConfig.model_validate({"stack": stack, **ours})
     except ValidationError as e:
         problems = [_format(err) for err in e.errors()]
         # Structural errors elsewhere must not hide catalog errors in well-formed slices.
@@ -311,7 +313,22 @@ def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
             with contextlib.suppress(ValidationError):  # already reported above
                 problems += _slice_problems(i, SliceGroupConfig.model_validate(item))
         raise ConfigError(problems) from None
-    problems = _semantic_problems(cfg) + _monitoring_cost_problems(cfg)
+
+
+def semantic_problems(cfg: StackConfig) -> list[str]:
+    """What a parsed config's values get wrong that no field type can check."""
+    return _semantic_problems(cfg) + _monitoring_cost_problems(cfg)
+
+
+def parse_stack_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
+    """Validate a stack's flat config map (:func:`structural_config`,
+    :func:`semantic_problems`). Raises :class:`ConfigError` listing every problem.
+
+    The config's own rules only: commands read stacks through
+    :func:`raytpu.program.load.validated_config`, which adds the components' Args.
+    """
+    cfg = structural_config(stack, raw)
+    problems = semantic_problems(cfg)
     if problems:
         raise ConfigError(problems)
     return cfg

@@ -27,6 +27,8 @@ from raytpu.facts.names import NODEPOOL_LABEL
 if TYPE_CHECKING:
     from raytpu.config.stack import StackConfig, TeamConfig
     from raytpu.facts.slice_group import SliceGroup
+    from raytpu.plan.tables import PlanTable
+    from rich.console import Console
 
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 RAY_GROUP_LABEL = "ray.io/group"
@@ -41,6 +43,18 @@ TIMEOUT_S = 15
 
 class StatusError(Exception):
     """The cluster could not be reached or read (one sentence for the user)."""
+
+
+class NoKubeconfig(StatusError):
+    """No credentials were found at all: the message says how to get them."""
+
+
+def credentials_hint(cfg: StackConfig) -> str:
+    """What to do when no kubeconfig names the cluster (README "Reaching the control plane")."""
+    flag = " --dns-endpoint" if cfg.cluster.dns_endpoint else ""
+    return (f"pass --kubeconfig FILE, or fetch credentials with `gcloud container clusters "
+            f"get-credentials {cfg.cluster.name} --location {cfg.cluster_location} "
+            f"--project {cfg.project}{flag}`")
 
 
 class ClusterReader(Protocol):
@@ -93,8 +107,9 @@ def _group_view(s: SliceGroup, nodes_by_pool: dict[str, list[Any]],
         "name": s.name,
         "tpu": s.shape.accelerator_type,
         "hosts_per_slice": hosts,
-        "slices": {"expected": expected_slices, "max": s.max_slices,
-                   "nodes_ready": slices_ready, "ray_running": slices_running},
+        "slices": {"min": s.min_slices, "count": s.initial_slices, "max": s.max_slices,
+                   "expected": expected_slices, "nodes_ready": slices_ready,
+                   "ray_running": slices_running},
         "node_pools": pools,
         "ray_slices": replicas,
         "healthy": slices_ready >= expected_slices and slices_running >= expected_slices,
@@ -276,48 +291,61 @@ def connect(stack: str, kubeconfig: Path | None, context: str | None) -> tuple[A
                         f"pulumi stack output kubeconfig (stack {stack})")
         return kube_config.new_client_from_config(context=context), "the current kubectl context"
     except Exception as e:  # ConfigException, missing file, bad YAML
-        raise StatusError(f"no usable kubeconfig: {e}") from None
+        raise NoKubeconfig(f"no usable kubeconfig ({e})") from None
 
 
 # -- the command --------------------------------------------------------------------------
 
 
 def _mark(ok: bool) -> str:
-    return "[green]ok[/]" if ok else "[red]degraded[/]"
+    return "ok" if ok else "degraded"
 
 
-def render_status(view: dict[str, Any], source: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def status_tables(view: dict[str, Any]) -> list[PlanTable]:
+    """The slice groups (and teams) as the plan's tables: rendered whole at any width."""
+    from raytpu.plan.tables import PlanTable
 
-    console = Console()
-    rc = view["ray_cluster"]
-    console.print(f"[bold]stack {view['stack']}[/] (cluster {view['cluster']}, via {source}): "
-                  + _mark(view["healthy"]))
-    if rc is None:
-        console.print("[red]RayCluster not found[/]")
-    else:
-        console.print(f"RayCluster {rc['namespace']}/{rc['name']}: state {rc['state']}, "
-                      f"workers ready {rc['ready_workers']}/{rc['desired_workers']}")
-    table = Table(title="slice groups")
-    for header in ("group", "tpu", "slices up\nnodes | Ray", "node pools\n(Ready)",
-                   "Ray slices\n(Running)", ""):
-        table.add_column(header, no_wrap=True)
+    rows = []
     for g in view["groups"]:
         s = g["slices"]
-        pools = "\n".join(f"{p['name']} {p['ready']}/{p['expected']}" for p in g["node_pools"])
-        replicas = "\n".join(f"#{r['replica']} {r['running']}/{r['hosts']}"
-                              for r in g["ray_slices"]) or "-"
-        table.add_row(g["name"], g["tpu"],
-                      f"{s['nodes_ready']} | {s['ray_running']} of {s['expected']}",
-                      pools, replicas, _mark(g["healthy"]))
-    console.print(table)
+        pools = ", ".join(f"{p['name']} {p['ready']}/{p['expected']}" for p in g["node_pools"])
+        replicas = ", ".join(f"#{r['replica']} {r['running']}/{r['hosts']}"
+                             for r in g["ray_slices"]) or "-"
+        scaling = str(s["min"]) if s["min"] == s["max"] else f"{s['min']}..{s['max']}"
+        rows.append([g["name"], g["tpu"], scaling, str(s["count"]),
+                     f"{s['nodes_ready']} | {s['ray_running']} of {s['expected']}",
+                     pools, replicas, _mark(g["healthy"])])
+    tables = [PlanTable("slice groups", [
+        "group", "tpu", "slices min..max", "count", "slices up (nodes | Ray)",
+        "node pools (Ready)", "Ray slices (Running)", "health"], rows)]
     if view["teams"]:
-        teams = Table("team", "admitted", "pending", "TPU chips used / nominal", title="teams")
+        team_rows = []
         for t in view["teams"]:
             q = t["cluster_queue"]
             quota = (f"{q['tpu_chips']['used']} / {q['tpu_chips']['nominal']}" if q
                      else "no ClusterQueue")
-            teams.add_row(t["name"], str(t["workloads"]["admitted"]),
-                          str(t["workloads"]["pending"]), quota)
-        console.print(teams)
+            team_rows.append([t["name"], str(t["workloads"]["admitted"]),
+                              str(t["workloads"]["pending"]), quota])
+        tables.append(PlanTable("teams", ["team", "admitted", "pending",
+                                          "TPU chips used / nominal"], team_rows))
+    return tables
+
+
+def render_status(view: dict[str, Any], source: str, console: Console | None = None) -> None:
+    from raytpu.plan.render import render_table
+    from rich.console import Console
+    from rich.text import Text
+
+    console = console or Console()
+    rc = view["ray_cluster"]
+    head = Text(f"stack {view['stack']}", style="bold")
+    head.append(f" (cluster {view['cluster']}, via {source}): ")
+    head.append(_mark(view["healthy"]), style="green" if view["healthy"] else "red")
+    console.print(head)
+    if rc is None:
+        console.print(Text("RayCluster not found", style="red"))
+    else:
+        console.print(Text(f"RayCluster {rc['namespace']}/{rc['name']}: state {rc['state']}, "
+                           f"workers ready {rc['ready_workers']}/{rc['desired_workers']}"))
+    for table in status_tables(view):
+        render_table(console, table)

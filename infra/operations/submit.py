@@ -65,20 +65,15 @@ class Submission:
 
 
 def load_stack(stack: str, stacks_dir: Path) -> Any:
-    """The stack's validated config (``raytpu.config.stack.StackConfig``)."""
-    from raytpu.config.file import StackFileError, load_stack_file, stack_file_path
+    """The stack's validated config (``raytpu.config.stack.StackConfig``), read and checked
+    as every command reads it (the same lines as ``raytpu plan``'s for a bad stack)."""
     from raytpu.config.stack import ConfigError
-    from raytpu.config.validate import parse_stack_config
+    from raytpu.program.load import load_stack_config
 
     try:
-        raw = load_stack_file(stack, stacks_dir)  # the loader `raytpu plan` uses
-    except StackFileError as e:
+        return load_stack_config(stack, stacks_dir)
+    except ConfigError as e:  # StackFileError included
         raise BadFlags(e.problems) from None
-    try:
-        return parse_stack_config(stack, raw)
-    except ConfigError as e:
-        path = stack_file_path(stack, stacks_dir)
-        raise BadFlags([f"{path}: {p}" for p in e.problems]) from None
 
 
 def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None) -> tuple[Any, int]:

@@ -1,9 +1,11 @@
 """``raytpu cost``: what a stack's fleet costs, from its config and one price table.
 
 Per slice group: chips per slice x price per chip-hour for the stack's region and capacity
-type (``spot``, ``reservation`` or ``on-demand``), at the configured ``count`` (``min``) and
-at the autoscaling maximum (``max``); the system pool's VMs from ``minNodes`` to
-``maxNodes``. Prices come from :mod:`raytpu.facts.prices` unless ``raytpu:cost`` overrides them.
+type (``spot``, ``reservation`` or ``on-demand``), at the autoscaling minimum (``min``), at
+the configured ``count`` (``count``: what runs from the first ``up`` until the autoscaler
+acts) and at the autoscaling maximum (``max``); a fixed group has all three equal. The
+system pool's VMs from ``minNodes`` to ``maxNodes``. Prices come from
+:mod:`raytpu.facts.prices` unless ``raytpu:cost`` overrides them.
 :func:`cost_of` is the one computation: ``raytpu cost``, ``raytpu plan`` (its summary and
 the ``cost`` object of ``--json``) and the pull-request preview all print its result.
 """
@@ -24,20 +26,24 @@ if TYPE_CHECKING:
 REGIONAL_ZONES = 3
 
 
-def _range(lo: float | None, hi: float | None, digits: int) -> dict[str, float | None]:
-    return {"min": None if lo is None else round(lo, digits),
-            "max": None if hi is None else round(hi, digits)}
+BOUNDS = ("min", "count", "max")
+
+
+def _range(values: dict[str, float | None], digits: int,
+           factor: float = 1) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for b in BOUNDS:
+        v = values[b]
+        out[b] = None if v is None else round(v * factor, digits)
+    return out
 
 
 def _per_hour_and_month(
-    price: float | None, units_lo: int, units_hi: int
+    price: float | None, units: dict[str, int]
 ) -> dict[str, dict[str, float | None]]:
-    """``hourly`` and ``monthly`` ``{min, max}`` of ``units`` at ``price`` each per hour."""
-    if price is None:
-        return {"hourly": _range(None, None, 4), "monthly": _range(None, None, 2)}
-    lo, hi = price * units_lo, price * units_hi
-    return {"hourly": _range(lo, hi, 4),
-            "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)}
+    """``hourly`` and ``monthly`` ``{min, count, max}`` of ``units`` at ``price`` per hour."""
+    hourly = {b: None if price is None else price * units[b] for b in BOUNDS}
+    return {"hourly": _range(hourly, 4), "monthly": _range(hourly, 2, prices.HOURS_PER_MONTH)}
 
 
 def _chip_price(cfg: StackConfig, s: SliceGroup) -> tuple[float | None, str]:
@@ -66,16 +72,16 @@ def _group(cfg: StackConfig, s: SliceGroup) -> dict[str, Any]:
     """A slice group's cost row."""
     price, source = _chip_price(cfg, s)
     chips = s.shape.chips
-    lo, hi = s.initial_slices, s.max_slices
+    slices = {"min": s.min_slices, "count": s.initial_slices, "max": s.max_slices}
     return {
         "name": s.name,
         "tpu": s.shape.accelerator_type,
         "chips": chips,
-        "slices": {"min": lo, "max": hi},
+        "slices": slices,
         "capacity": s.capacity,
         "price_per_chip_hour": price,
         "price_source": source,
-        **_per_hour_and_month(price, chips * lo, chips * hi),
+        **_per_hour_and_month(price, {b: chips * n for b, n in slices.items()}),
     }
 
 
@@ -83,6 +89,7 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
     pool = cfg.cluster.system_pool
     zones = REGIONAL_ZONES if cfg.cluster.regional else 1
     lo, hi = pool.min_nodes * zones, pool.max_nodes * zones
+    nodes = {"min": lo, "count": lo, "max": hi}  # GKE starts a pool at its minimum
     price: float | None
     if pool.machine_type in cfg.cost.machines:
         price, source = cfg.cost.machines[pool.machine_type], "raytpu:cost.machines"
@@ -95,11 +102,11 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
     return {
         "name": SYSTEM_POOL,
         "machine_type": pool.machine_type,
-        "nodes": {"min": lo, "max": hi},
+        "nodes": nodes,
         "capacity": "on-demand",
         "price_per_node_hour": price,
         "price_source": source,
-        **_per_hour_and_month(price, lo, hi),
+        **_per_hour_and_month(price, nodes),
     }
 
 
@@ -109,8 +116,8 @@ def cost_of(cfg: StackConfig) -> dict[str, Any]:
     system = _system_pool(cfg)
     parts = [*groups, system]
     unpriced = [p["name"] for p in parts if p["hourly"]["min"] is None]
-    lo = sum(p["hourly"]["min"] for p in parts if p["hourly"]["min"] is not None)
-    hi = sum(p["hourly"]["max"] for p in parts if p["hourly"]["max"] is not None)
+    hourly: dict[str, float | None] = {
+        b: sum(p["hourly"][b] for p in parts if p["hourly"][b] is not None) for b in BOUNDS}
     return {
         "currency": prices.CURRENCY,
         "region": cfg.region,
@@ -118,8 +125,8 @@ def cost_of(cfg: StackConfig) -> dict[str, Any]:
                    "hours_per_month": prices.HOURS_PER_MONTH},
         "groups": groups,
         "system_pool": system,
-        "total": {"hourly": _range(lo, hi, 4),
-                  "monthly": _range(lo * prices.HOURS_PER_MONTH, hi * prices.HOURS_PER_MONTH, 2)},
+        "total": {"hourly": _range(hourly, 4),
+                  "monthly": _range(hourly, 2, prices.HOURS_PER_MONTH)},
         "unpriced": unpriced,
         "excludes": "GKE cluster fee, disks, network egress, storage",
     }
@@ -136,11 +143,22 @@ def money_span(r: dict[str, float | None]) -> str:
     return f"{_money(r['min'])} - {_money(r['max'])}"
 
 
+def money_at_count(r: dict[str, float | None]) -> str:
+    """``$count (autoscaling $min - $max)``, or one amount when the range is one value."""
+    if r["min"] == r["max"]:
+        return _money(r["count"])
+    return f"{_money(r['count'])} (autoscaling {money_span(r)})"
+
+
 def summary_line(cost: dict[str, Any]) -> str:
-    """One line for the plan's summary: the monthly range, and what is not priced."""
-    line = (f"fleet cost: {money_span(cost['total']['monthly'])} / month "
-            f"({money_span(cost['total']['hourly'])} / hour, {cost['currency']} list prices of "
-            f"{cost['prices']['date']})")
+    """One line for the plan's summary: the monthly cost at the configured count and over
+    the autoscaling range, and what is not priced."""
+    monthly, hourly = cost["total"]["monthly"], cost["total"]["hourly"]
+    line = f"fleet cost: {_money(monthly['count'])} / month at the configured count"
+    if monthly["min"] != monthly["max"]:
+        line += f", {money_span(monthly)} over the autoscaling range"
+    line += (f" ({_money(hourly['count'])} / hour at count; {cost['currency']} list prices of "
+             f"{cost['prices']['date']})")
     if cost["unpriced"]:
         line += f"; not priced: {', '.join(cost['unpriced'])}"
     return line

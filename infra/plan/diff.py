@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from raytpu.facts.replacements import CLUSTER_TYPE, NODE_POOL_TYPE, TPU_MACHINE_TYPES, forcing_paths
-from raytpu.plan.cost import money_span
+from raytpu.plan.cost import _money
 from raytpu.plan.engine import PlannedResource, PlanResult
 from raytpu.plan.policies import Violation
 from raytpu.plan.render import policy_lines, render_warnings
@@ -115,7 +115,7 @@ class PlanDiff:
     chips: dict[str, tuple[int, int]]
     """``count``/``max``: (base, current) TPU chips."""
     monthly: tuple[dict[str, float | None], dict[str, float | None]]
-    """(base, current) monthly cost ``{min, max}``."""
+    """(base, current) monthly cost ``{min, count, max}``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -200,9 +200,15 @@ def _alias_urns(r: PlannedResource) -> list[str]:
     return [f"{prefix}::{parents}{t}::{name}" for t in r.options.get("aliasTypes", [])]
 
 
+def _count(r: dict[str, Any]) -> Any:
+    """A ``{min, count, max}`` range's configured count; a base saved before ``count``
+    existed called it ``min``."""
+    return r["count"] if "count" in r else r["min"]
+
+
 def _chips(cost: dict[str, Any]) -> tuple[int, int]:
     groups = cost.get("groups", [])
-    return (sum(g["chips"] * g["slices"]["min"] for g in groups),
+    return (sum(g["chips"] * _count(g["slices"]) for g in groups),
             sum(g["chips"] * g["slices"]["max"] for g in groups))
 
 
@@ -329,8 +335,11 @@ def diff_lines(diff: PlanDiff) -> list[tuple[str, str]]:
         out += [(_change_line(c), "") for c in r.changes]
     out += [(f"  - delete   {_name(u)}", "red") for u in diff.delete]
     (b, c), (bm, cm) = diff.chips["count"], diff.chips["max"]
-    out.append((f"TPU chips: {b} => {c} (max {bm} => {cm}); monthly cost: "
-                f"{money_span(diff.monthly[0])} => {money_span(diff.monthly[1])}", ""))
+    (base_month, month) = diff.monthly
+    out.append((f"TPU chips at the configured count: {b} => {c} (max {bm} => {cm}); "
+                f"monthly cost at count: {_money(_count(base_month))} => "
+                f"{_money(_count(month))} (max {_money(base_month['max'])} => "
+                f"{_money(month['max'])})", ""))
     counts = (f"+ {len(diff.create)} to create, ~ {len(diff.update)} to update, "
               f"+- {len(diff.replace)} to replace, - {len(diff.delete)} to delete")
     out.append(("Diff: no changes" if diff.empty else f"Diff: {counts}", "bold"))

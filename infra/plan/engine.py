@@ -36,9 +36,10 @@ from raytpu.config.file import load_stack_file as load_stack_file
 from raytpu.config.stack import ConfigError, StackConfig
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
-from raytpu.config.validate import parse_stack_config, stack_warnings
+from raytpu.config.validate import stack_warnings
 from raytpu.facts.urns import STACK_TYPE, qualified_type, resource_urn
 from raytpu.plan.cost import cost_of
+from raytpu.plan.inline_rpc import InlineExecutor, InlineMockMonitor, without_source_positions
 from raytpu.plan.values import presented, reveal
 
 PROJECT = "raytpu"
@@ -264,11 +265,10 @@ class RecordingMocks(Mocks):
 
 def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
     from pulumi import get_project, get_stack
-    from pulumi.runtime.mocks import MockMonitor
 
     real_urns: dict[str, str] = {}  # the mocks' URN -> the engine's
 
-    class RecordingMonitor(MockMonitor):
+    class RecordingMonitor(InlineMockMonitor):
         """Captures each registration with its options; refuses duplicate URNs."""
 
         def RegisterResource(self, request: Any) -> Any:
@@ -329,6 +329,9 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
 # Stack files and the run
 
 
+_INLINE = InlineExecutor()  # see raytpu.plan.inline_rpc
+
+
 class _WarningLog(logging.Handler):
     """The mock engine's log (``pulumi.log.*``): warnings kept for the plan to show once,
     wrapped, instead of the root logger printing them to stderr as they come."""
@@ -367,14 +370,18 @@ def run_program(
     import pulumi
     from google.protobuf import json_format
     from pulumi.runtime import rpc, settings
+    from pulumi.runtime.sync_await import _ensure_event_loop
+    from raytpu.program.load import validated_config
 
-    cfg = parse_stack_config(stack, raw)
+    cfg = validated_config(stack, raw)
 
     if program is None:
         from raytpu.program.stack import declare
 
         program = declare
 
+    # The loop the SDK's ``pulumi.runtime.test`` runs on (one per thread, kept across runs).
+    _ensure_event_loop().set_default_executor(_INLINE)
     mocks = RecordingMocks(cfg.project, preview=preview)
     records: list[PlannedResource] = []
     monitor = _make_monitor(mocks, records)
@@ -402,7 +409,8 @@ def run_program(
         return _capture(dict(root.outputs))  # type: ignore[attr-defined]
 
     try:
-        _run()
+        with without_source_positions():
+            _run()
     except (PlanError, ConfigError):
         raise
     except Exception as e:  # surface our errors raised inside the engine's threads

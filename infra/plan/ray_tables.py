@@ -85,7 +85,7 @@ def raycluster_table(rc: PlannedResource) -> PlanTable:
         ])
     title = (f"RayCluster {meta.get('namespace', '')}/{meta.get('name', rc.name)} "
              f"(Ray {spec.get('rayVersion', '?')}, {autoscaling})")
-    return PlanTable(title, ["group", "slices min/initial/max", "hosts per slice",
+    return PlanTable(title, ["group", "slices min/count/max", "hosts per slice",
                              "chips per host", "topology", "accelerator"], rows)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from raytpu.plan.cost import cost_of, money_span
+from raytpu.plan.cost import cost_of, money_at_count
 from raytpu.plan.cost import summary_line as cost_line
 from raytpu.plan.engine import PlanResult
 from raytpu.plan.kueue_tables import team_tables
@@ -82,7 +82,8 @@ def _kv_lines(table: PlanTable, width: int) -> list[Text]:
     for row in table.rows:
         lines.append(Text(f"  {table.columns[0]} {row[0]}", style="bold"))
         for name, cell in zip(table.columns[1:], row[1:], strict=True):
-            lines += pair(KV_INDENT, name, label_width, cell)
+            if cell:  # an empty cell (a total row's) has nothing to say
+                lines += pair(KV_INDENT, name, label_width, cell)
     return lines
 
 
@@ -130,12 +131,14 @@ def summary_line(result: PlanResult) -> str:
     components = sum(not r.custom for r in result.resources)
     slices = result.config.slices
     count = sum(s.initial_slices for s in slices)
-    most = sum(s.max_slices for s in slices)
+    least, most = sum(s.min_slices for s in slices), sum(s.max_slices for s in slices)
     chips = sum(s.initial_slices * s.shape.chips for s in slices)
+    min_chips = sum(s.min_slices * s.shape.chips for s in slices)
     max_chips = sum(s.max_slices * s.shape.chips for s in slices)
-    monthly = money_span(cost_of(result.config)["total"]["monthly"])
-    return (f"Plan: {_n(count, 'TPU slice')}, {chips} chips (max {_n(most, 'slice')}, "
-            f"{max_chips} chips), "
+    monthly = money_at_count(cost_of(result.config)["total"]["monthly"])
+    scaling = "" if least == most else (
+        f" (autoscaling {least}..{most} slices, {min_chips}..{max_chips} chips)")
+    return (f"Plan: {_n(count, 'TPU slice')}, {chips} chips at the configured count{scaling}, "
             f"{monthly} / month; + {len(result.resources)} to create: {by_kind}, "
             f"{components} components")
 

@@ -45,13 +45,15 @@ def tpu_slice_tables(result: PlanResult) -> list[PlanTable]:
     rows = []
     for s in cfg.slices:
         shape = s.shape
-        count = f"{s.min_slices}..{s.max_slices}" if s.elastic else str(s.count)
+        scaling = f"{s.min_slices}..{s.max_slices}" if s.elastic else str(s.count)
         rows.append([s.name, shape.accelerator_type, shape.topology, str(shape.hosts),
-                     str(shape.chips), str(shape.chips_per_vm), shape.machine_type, count,
-                     "yes" if s.spot else "no"])
+                     str(shape.chips), str(shape.chips_per_vm), shape.machine_type, scaling,
+                     str(s.initial_slices), "yes" if s.spot else "no"])
     return [PlanTable(f"TPU slices (zone {cfg.zone})",
                       ["slice", "tpu", "topology", "hosts", "chips", "chips/host", "machine type",
-                       "slices", "spot"], rows)]
+                       "slices min..max", "count", "spot"], rows,
+                      notes=["min..max: the autoscaling range; count: the configured count, "
+                             "what runs from the first `up` until the autoscaler acts"])]
 
 
 def output_tables(result: PlanResult, show_secrets: bool = False) -> list[PlanTable]:

@@ -8,41 +8,29 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from raytpu.components import (
-    AuthorizedNetwork,
     CheckpointStorage,
-    CheckpointStorageArgs,
-    ExistingNetwork,
     GkeCluster,
-    GkeClusterArgs,
     ImageRegistry,
-    ImageRegistryArgs,
     Network,
-    NetworkArgs,
-    SystemPoolArgs,
     TpuSlicePool,
-    TpuSlicePoolArgs,
     TrainerImage,
-    TrainerImageArgs,
 )
 from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
-from raytpu.config.key_paths import stack_key_message
-from raytpu.config.stack import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig
-from raytpu.config.validate import parse_stack_config, stack_warnings
-from raytpu.facts import versions
+from raytpu.config.stack import NAMESPACE, ConfigError, StackConfig
+from raytpu.config.validate import stack_warnings
 from raytpu.facts.names import SYSTEM_POOL
 from raytpu.program.apis import after_apis, declare_project_services
-from raytpu.program.isolation_program import build_teams, isolation_problems
-from raytpu.program.kueue_program import build_kueue, kueue_problems
-from raytpu.program.monitoring_program import build_monitoring, monitoring_args
-from raytpu.program.ray_program import build_ray, ray_problems
+from raytpu.program.args import gke_args, stack_labels, stack_problems
+from raytpu.program.isolation_program import build_teams
+from raytpu.program.kueue_program import build_kueue
+from raytpu.program.load import validated_config
+from raytpu.program.monitoring_program import build_monitoring
+from raytpu.program.ray_program import build_ray
 
 if TYPE_CHECKING:
     import pulumi_kubernetes as k8s
@@ -60,17 +48,11 @@ def read_stack_config() -> StackConfig:
         if isinstance(value, str) and value[:1] in "[{":
             value = json.loads(value)
         raw[key] = value
-    return parse_stack_config(pulumi.get_stack(), raw)
+    return validated_config(pulumi.get_stack(), raw)
 
 
 # ---------------------------------------------------------------------------------------
-# The GKE side: StackConfig -> component Args -> components. The only place config is
-# mapped to Args.
-
-# Stands in for outputs of components not declared yet, so that every Args is built (and
-# validated) before the first resource exists; `dataclasses.replace` wires the real ones.
-_PENDING = "pending"
-_A = TypeVar("_A")
+# The GKE side: component Args (raytpu.program.args) -> components.
 
 
 @dataclass(frozen=True)
@@ -123,141 +105,11 @@ class Infra:
         return [self.cluster.cluster, self.cluster.system_pool]
 
 
-def _labels(cfg: StackConfig) -> dict[str, str]:
-    return {"app": "raytpu", "stack": re.sub(r"[^a-z0-9_-]", "-", cfg.stack.lower())[:63]}
-
-
-def cost_labels(cfg: StackConfig, s: SliceGroupConfig) -> dict[str, str]:
-    """GCE labels of a slice group's VMs: the stack's, the group, and the team when exactly
-    one team has quota on the group (a shared group is split by GKE cost allocation)."""
-    teams = [t.name for t in cfg.teams if s.name in t.quota]
-    return {**_labels(cfg), "slice-group": s.name, **({"team": teams[0]} if len(teams) == 1
-                                                      else {})}
-
-
-def _account_id(base: str, suffix: str) -> str:
-    return f"{base[: 30 - len(suffix) - 1].rstrip('-')}-{suffix}"
-
-
-def _required_gke_versions(cfg: StackConfig) -> dict[str, str]:
-    """Minimum GKE versions for what this stack runs, by reason."""
-    required: dict[str, str] = {}
-    for s in cfg.slices:
-        gen = s.shape.generation
-        if gen.min_gke_version:
-            required[f"TPU {gen.name}"] = gen.min_gke_version
-    if cfg.kuberay.mode == "gke-addon":
-        required["GKE Ray Operator add-on"] = versions.MIN_GKE_FOR_RAY_ADDON
-    else:
-        required["KubeRay TPU webhook"] = versions.MIN_GKE_FOR_TPU_WEBHOOK
-    return required
-
-
-def _stack_args(cfg: StackConfig) -> tuple[
-    NetworkArgs, GkeClusterArgs, list[TpuSlicePoolArgs], CheckpointStorageArgs, ImageRegistryArgs,
-    TrainerImageArgs | None,
-]:
-    """Every component's Args, validated; Args problems become ConfigError lines."""
-    problems: list[str] = []
-
-    def make(key: str, factory: Callable[[], _A]) -> _A:
-        try:
-            return factory()
-        except (ValueError, TypeError) as e:
-            problem = stack_key_message(key, str(e))
-            if problem not in problems:  # NetworkArgs and GkeClusterArgs share the master range
-                problems.append(problem)
-            return None  # type: ignore[return-value]
-
-    c, n = cfg.cluster, cfg.network
-    node_tag, tpu_tag = f"{c.name}-node", f"{c.name}-tpu"
-    network = make("raytpu:network", lambda: NetworkArgs(
-        project=cfg.project,
-        region=cfg.region,
-        node_tag=node_tag,
-        tpu_node_tag=tpu_tag,
-        master_ipv4_cidr_block=c.master_ipv4_cidr_block,
-        create=n.create,
-        existing=ExistingNetwork(**n.existing.model_dump()) if n.existing and not n.create
-        else None,
-        subnet_cidr=n.subnet_cidr,
-        pods_cidr=n.pods_cidr,
-        services_cidr=n.services_cidr,
-        iap_ssh=n.iap_ssh,
-        ray_access_cidrs=tuple(n.ray_access_cidrs),
-    ))
-    cluster = make("raytpu:cluster", lambda: GkeClusterArgs(
-        project=cfg.project,
-        location=cfg.cluster_location,
-        cluster_name=c.name,
-        network=_PENDING,
-        subnetwork=_PENDING,
-        pods_range_name=_PENDING,
-        services_range_name=_PENDING,
-        node_tags=(node_tag,),
-        release_channel=c.release_channel,
-        min_master_version=c.min_master_version,
-        master_ipv4_cidr_block=c.master_ipv4_cidr_block,
-        private_endpoint=c.private_endpoint,
-        dns_endpoint=c.dns_endpoint,
-        master_authorized_networks=tuple(
-            AuthorizedNetwork(a.cidr_block, a.display_name) for a in c.master_authorized_networks
-        ),
-        deletion_protection=c.deletion_protection,
-        system_pool=SystemPoolArgs(
-            machine_type=c.system_pool.machine_type,
-            min_nodes=c.system_pool.min_nodes,
-            max_nodes=c.system_pool.max_nodes,
-            disk_size_gb=c.system_pool.disk_size_gb,
-        ),
-        ray_operator_addon=cfg.kuberay.mode == "gke-addon",
-        min_versions=_required_gke_versions(cfg),
-        node_service_account_id=_account_id(c.name, "nodes"),
-        resource_labels=_labels(cfg),
-        dataplane_v2=c.dataplane_v2,
-        security_group=c.security_group,
-    ))
-    def pool(s: SliceGroupConfig) -> TpuSlicePoolArgs:
-        return TpuSlicePoolArgs.of(
-            s.group, cluster=_PENDING, zone=cfg.zone, node_service_account=_PENDING,
-            project=cfg.project, location=cfg.cluster_location, node_tags=(node_tag, tpu_tag),
-            resource_labels=cost_labels(cfg, s),
-        )
-
-    pools = [make(f"raytpu:slices[{i}]", partial(pool, s)) for i, s in enumerate(cfg.slices)]
-    storage = make("raytpu:storage", lambda: CheckpointStorageArgs(
-        project=cfg.project,
-        bucket_name=cfg.bucket_name,
-        location=cfg.storage.location or cfg.region,
-        namespace=cfg.ray.namespace,
-        ksa_name=cfg.ray.service_account,
-        gsa_account_id=_account_id(c.name, "ckpt"),
-        retention_days=cfg.storage.retention_days,
-        noncurrent_versions=cfg.storage.noncurrent_versions,
-        force_destroy=cfg.storage.force_destroy,
-        labels=_labels(cfg),
-    ))
-    registry = make("raytpu:registry", lambda: ImageRegistryArgs(
-        project=cfg.project,
-        location=cfg.region,
-        repository_id=cfg.registry.repository,
-        create=cfg.registry.create,
-        labels=_labels(cfg),
-    ))
-    image = make("raytpu:ray.imageTag", lambda: TrainerImageArgs(
-        repository_url=_PENDING,
-        tag=cfg.ray.image_tag,
-        context=cfg.ray.image_build.context,
-        dockerfile=cfg.ray.image_build.dockerfile,
-    )) if cfg.builds_image else None
-    if problems:
-        raise ConfigError(problems)
-    return network, cluster, pools, storage, registry, image
-
-
 def build_infra(cfg: StackConfig) -> Infra:
     """Declare the network, the cluster, the TPU slice pools, storage and registry."""
-    net_args, cluster_args, pool_args, storage_args, registry_args, image_args = _stack_args(cfg)
+    a = gke_args(cfg)
+    net_args, cluster_args, pool_args = a.network, a.cluster, a.pools
+    storage_args, registry_args, image_args = a.storage, a.registry, a.image
 
     # Every gcp: resource of the components below waits for the API it calls.
     apis = declare_project_services(cfg)
@@ -330,11 +182,10 @@ def infra_outputs(cfg: StackConfig, infra: Infra) -> dict[str, Any]:
 
 def build(cfg: StackConfig) -> dict[str, Any]:
     """Declare every resource of the stack; return the stack outputs."""
-    # Ray-side problems (names, image vs rayVersion, ...) before anything is declared.
-    problems = ray_problems(cfg) + kueue_problems(cfg) + isolation_problems(cfg)
+    # Every component's problems (names, image vs rayVersion, ...) before anything is declared.
+    problems = stack_problems(cfg)
     if problems:
         raise ConfigError(problems)
-    monitoring_args(cfg, _labels(cfg))  # raises ConfigError before anything is declared
     infra = build_infra(cfg)
     outputs = infra_outputs(cfg, infra)
     outputs |= build_ray(
@@ -352,11 +203,11 @@ def build(cfg: StackConfig) -> dict[str, Any]:
     team_namespaces, team_outputs = build_teams(
         cfg, provider=infra.provider, cluster=infra.cluster.cluster,
         stack_bucket=infra.checkpoint_bucket, gcp_options=infra.api_options,
-        labels=_labels(cfg))
+        labels=stack_labels(cfg))
     outputs |= team_outputs
     outputs |= build_kueue(cfg, provider=infra.provider, depends_on=infra.operator_depends_on,
                            queues_depend_on=team_namespaces, system_pool=infra.system_pool_name)
-    outputs |= build_monitoring(cfg, _labels(cfg), infra.api_options)
+    outputs |= build_monitoring(cfg, stack_labels(cfg), infra.api_options)
     return outputs
 
 

@@ -77,3 +77,77 @@ def test_plan_warnings_are_printed_once_and_wrapped(width: int) -> None:
     out = squash(proc.stdout)
     for w in warnings:
         assert out.count(squash(w)) == 1, w
+
+
+def _assert_table_whole(text: str, tables: list[object], width: int) -> None:
+    from test_plan_render import assert_whole
+
+    assert "…" not in text, text
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= width, text
+    for table in tables:
+        for row in table.rows:  # type: ignore[attr-defined]
+            for cell in row:
+                assert_whole(text, cell, width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_cost_prints_every_amount_whole(width: int) -> None:
+    from infra_support import STACKS_DIR
+    from raytpu.config.validate import parse_stack_config
+    from raytpu.operations.cost import cost_table
+    from raytpu.plan.cost import cost_of
+    from raytpu.plan.engine import load_stack_file
+
+    result = CliRunner().invoke(app, ["cost", "--stack", "prod"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    table = cost_table(cost_of(parse_stack_config("prod", load_stack_file("prod", STACKS_DIR))))
+    assert any("$14,016.00" in row for row in table.rows)  # v5e-16 a month at count
+    _assert_table_whole(result.output, [table], width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_catalog_prints_machine_types_and_labels_whole(width: int) -> None:
+    from raytpu.operations.catalog import catalog_table
+
+    result = CliRunner().invoke(app, ["catalog"], env={"COLUMNS": str(width)})
+    assert result.exit_code == 0, result.output
+    table = catalog_table()
+    # v5e-8 on one 8-chip VM or two 4-chip VMs: the two machine types stay distinct.
+    assert {r[4] for r in table.rows if r[0] == "v5litepod-8"} == {
+        "ct5lp-hightpu-8t", "ct5lp-hightpu-4t"}
+    _assert_table_whole(result.output, [table], width)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_status_tables_are_whole(width: int) -> None:
+    import io
+
+    from infra_support import STACKS_DIR
+    from raytpu.config.validate import parse_stack_config
+    from raytpu.operations.status import fleet_status, render_status, status_tables
+    from raytpu.plan.engine import load_stack_file
+    from rich.console import Console
+
+    class Empty:  # a cluster with no TPU nodes, no Ray pods, no Kueue objects yet
+        def nodes(self) -> list[object]:
+            return []
+
+        def ray_pods(self, namespace: str, cluster: str) -> list[object]:
+            return []
+
+        def ray_cluster(self, namespace: str, name: str) -> None:
+            return None
+
+        def workloads(self, namespace: str) -> list[dict[str, object]]:
+            return []
+
+        def cluster_queues(self) -> list[dict[str, object]]:
+            return []
+
+    view = fleet_status(parse_stack_config("prod", load_stack_file("prod", STACKS_DIR)),
+                        Empty())
+    out = io.StringIO()
+    render_status(view, "a test", Console(file=out, width=width, color_system=None))
+    tables = status_tables(view)
+    assert [t.title for t in tables] == ["slice groups", "teams"]
+    _assert_table_whole(out.getvalue(), tables, width)

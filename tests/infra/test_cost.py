@@ -34,8 +34,10 @@ def test_prod_groups_price_chips_times_list_price_over_the_range() -> None:
     elastic = by_name["v5e-16"]  # count 1, autoscaling 0..4, 16 chips per slice
     assert (elastic["chips"], elastic["capacity"]) == (16, "on-demand")
     assert elastic["price_per_chip_hour"] == v5e.on_demand
-    assert elastic["slices"] == {"min": 1, "max": 4}
-    assert elastic["hourly"]["min"] == pytest.approx(16 * v5e.on_demand)
+    # min/max: the autoscaling range; count: the configured count, under its own name.
+    assert elastic["slices"] == {"min": 0, "count": 1, "max": 4}
+    assert elastic["hourly"]["min"] == 0
+    assert elastic["hourly"]["count"] == pytest.approx(16 * v5e.on_demand)
     assert elastic["hourly"]["max"] == pytest.approx(4 * 16 * v5e.on_demand)
     assert elastic["monthly"]["max"] == pytest.approx(4 * 16 * v5e.on_demand * H)
     fixed = by_name["v5e-8-eval"]
@@ -43,10 +45,10 @@ def test_prod_groups_price_chips_times_list_price_over_the_range() -> None:
     sp = c["system_pool"]
     n2 = prices.machine_price("n2-standard-8", "us-west4")
     assert n2 is not None
-    assert sp["nodes"] == {"min": 1, "max": 4}
+    assert sp["nodes"] == {"min": 1, "count": 1, "max": 4}
     assert sp["hourly"]["max"] == pytest.approx(4 * n2.on_demand)
     parts = [*c["groups"], sp]
-    for bound in ("min", "max"):
+    for bound in ("min", "count", "max"):
         assert c["total"]["hourly"][bound] == pytest.approx(
             sum(p["hourly"][bound] for p in parts), abs=1e-3)
         assert c["total"]["monthly"][bound] == pytest.approx(
@@ -81,7 +83,8 @@ def test_negotiated_prices_override_the_list() -> None:
                           "machines": {"n2-standard-8": 0.3}})
     g = c["groups"][0]
     assert (g["price_per_chip_hour"], g["price_source"]) == (0.9, "raytpu:cost.prices.v5e")
-    assert g["hourly"] == {"min": pytest.approx(16 * 0.9), "max": pytest.approx(2 * 16 * 0.9)}
+    assert g["hourly"] == {"min": 0, "count": pytest.approx(16 * 0.9),
+                           "max": pytest.approx(2 * 16 * 0.9)}
     assert c["system_pool"]["price_per_node_hour"] == 0.3
 
 
@@ -90,7 +93,7 @@ def test_unknown_region_is_reported_not_priced_as_zero() -> None:
     assert c["groups"][0]["price_per_chip_hour"] == prices.chip_price("v4", "us-central2").on_demand  # type: ignore[union-attr]
     # No n2 list price in us-central2: the system pool is unpriced, and said to be.
     assert c["unpriced"] == ["system"]
-    assert c["system_pool"]["hourly"] == {"min": None, "max": None}
+    assert c["system_pool"]["hourly"] == {"min": None, "count": None, "max": None}
     assert c["total"]["hourly"]["min"] == pytest.approx(c["groups"][0]["hourly"]["min"])
 
 
@@ -98,7 +101,8 @@ def test_regional_cluster_counts_system_nodes_per_zone() -> None:
     zonal = cost()["system_pool"]["nodes"]
     regional = cost(raytpu_cluster={"name": "raytpu-test", "regional": True,
                                     "deletionProtection": False})["system_pool"]["nodes"]
-    assert regional == {"min": zonal["min"] * 3, "max": zonal["max"] * 3}
+    assert regional == {"min": zonal["min"] * 3, "count": zonal["min"] * 3,
+                        "max": zonal["max"] * 3}
 
 
 def test_bad_cost_and_monitoring_keys_name_the_key() -> None:
@@ -199,5 +203,5 @@ def test_prod_eval_slice_costs_the_published_list_price() -> None:
     # x 730 h = $7,008.00 a month.
     c = cost_of(parse_stack_config("prod", load_stack_file("prod", STACKS_DIR)))
     (eval_group,) = [g for g in c["groups"] if g["name"] == "v5e-8-eval"]
-    assert eval_group["hourly"] == {"min": 9.6, "max": 9.6}
-    assert eval_group["monthly"] == {"min": 7008.0, "max": 7008.0}
+    assert eval_group["hourly"] == {"min": 9.6, "count": 9.6, "max": 9.6}
+    assert eval_group["monthly"] == {"min": 7008.0, "count": 7008.0, "max": 7008.0}

@@ -76,7 +76,7 @@ def test_changed_slice_count_updates_the_pool_and_the_raycluster(
     text = text_of(diff)
     assert "DANGER" not in text
     assert "spec.workerGroupSpecs[0].replicas: 1 => 2" in text
-    assert "TPU chips: 4 => 8 (max 4 => 8)" in text
+    assert "TPU chips at the configured count: 4 => 8 (max 4 => 8)" in text
     assert "Diff: + 0 to create, ~ 2 to update, +- 0 to replace, - 0 to delete" in text
 
 

@@ -115,9 +115,10 @@ def test_tree_puts_children_under_their_real_parent(
 
 
 def test_summary_counts_slices_chips_and_kinds(stack_previews: dict[str, PlanResult]) -> None:
-    # prod: v5e-16 (16 chips) count 1 up to 4, v5e-8-eval (8 chips) exactly 1.
+    # prod: v5e-16 (16 chips) count 1, autoscaling 0..4; v5e-8-eval (8 chips) exactly 1.
     line = summary_line(stack_previews["prod"])
-    assert line.startswith("Plan: 2 TPU slices, 24 chips (max 5 slices, 72 chips), $")
+    assert line.startswith("Plan: 2 TPU slices, 24 chips at the configured count (autoscaling "
+                           "1..5 slices, 8..72 chips), $21,343.37 (autoscaling $7,327.38 - ")
     prod = stack_previews["prod"]
     assert f" / month; + {len(prod.resources)} to create: " in line
     n_pools = len(prod.by_type("gcp:container/nodePool:NodePool"))
@@ -135,4 +136,5 @@ def test_piped_plan_is_plain_and_fits_columns() -> None:
     assert "\x1b[" not in proc.stdout  # no colour or cursor codes
     assert all(len(line.rstrip()) <= 80 for line in proc.stdout.splitlines())
     summary = proc.stdout[proc.stdout.rindex("Plan: "):]  # the summary ends the output
-    assert summary.startswith("Plan: 1 TPU slice, 4 chips (max 1 slice, 4 chips), $")
+    assert " ".join(summary.split()).startswith(
+        "Plan: 1 TPU slice, 4 chips at the configured count, $")

@@ -41,6 +41,7 @@ from raytpu.facts import catalog
 from raytpu.facts.urns import resource_urn
 from raytpu.plan.engine import PlanResult, run_program
 from raytpu.plan.policies import Violation, evaluate, mandatory
+from raytpu.policy import cost as policy_cost
 from raytpu.policy import rules as policy_rules
 from raytpu.policy.rules import POLICIES
 
@@ -340,7 +341,7 @@ def _slices(spot: bool = False) -> Callable[[], None]:
 
 def test_tpu_chip_cap_caught(stack_plans: dict[str, PlanResult]) -> None:
     # Staging: one v4-16 slice = 8 chips; prod: 4 x v5e-16 at max + one v5e-8 = 72.
-    assert policy_rules.tpu_chips_at_max(stack_plans["staging"].get(NODE_POOL, "v4-16-0")
+    assert policy_cost.tpu_chips_at_max(stack_plans["staging"].get(NODE_POOL, "v4-16-0")
                                          .inputs) == 8
     config = {"max-tpu-chips": {"maxChips": 64}}
     (v,) = hits(stack_plans["prod"], "max-tpu-chips", config)
@@ -487,3 +488,33 @@ def test_policy_config_file(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stdout == ""
     assert "--policy-config max-tpu-chips.maxChips: 'many' is not valid" in proc.stderr
     assert "--policy-config nope: unknown policy" in proc.stderr
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_shared_proxies_find_what_a_fresh_proxy_per_policy_finds(
+    stack: str, stack_previews: dict[str, PlanResult],
+) -> None:
+    """evaluate() builds one proxy per resource for all the rules; the analyzer builds one per
+    rule and resource (of a fresh copy). Same violations on every shipped stack, with probes
+    that fire (a missing cost label, a 1-chip ceiling)."""
+    import copy
+
+    from pulumi_policy import StackValidationArgs
+    from raytpu.plan.policies import _level, _options, _run, stack_resources
+
+    plan = stack_previews[stack]
+    config = {**MISSING_LABEL, "max-tpu-chips": {"maxChips": 1}}
+    fresh: list[Violation] = []
+    for policy in POLICIES:
+        level, own = _level(policy, config), dict(config.get(policy.name) or {})
+        if isinstance(policy, ResourceValidationPolicy):
+            for r in (r for r in plan.resources if r.custom):
+                args = ResourceValidationArgs(
+                    r.type, unknown_checking_proxy(copy.deepcopy(r.inputs)), r.urn, r.name,
+                    _options(r), None, own)
+                _run(policy, args, fresh, level, r.urn)
+        else:
+            _run(policy, StackValidationArgs(stack_resources(plan), own), fresh, level, "")
+    shared = evaluate(plan, config)
+    assert {"tpu-pool-cost-labels", "max-tpu-chips"} <= {v.policy for v in shared}
+    assert sorted(shared, key=repr) == sorted(fresh, key=repr)

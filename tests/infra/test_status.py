@@ -205,7 +205,8 @@ def test_partly_failed_slice_is_degraded_and_located(world: Any) -> None:
     pod16 = groups["pod16"]
     assert [(p["name"], p["ready"], p["nodes"], p["expected"]) for p in pod16["node_pools"]] == [
         ("pod16-0", 4, 4, 4), ("pod16-1", 3, 4, 4)]
-    assert pod16["slices"] == {"expected": 2, "max": 2, "nodes_ready": 1, "ray_running": 1}
+    assert pod16["slices"] == {"min": 2, "count": 2, "max": 2, "expected": 2, "nodes_ready": 1,
+                               "ray_running": 1}
     assert [(r["replica"], r["running"], r["pods"]) for r in pod16["ray_slices"]] == [
         ("0", 4, 4), ("1", 3, 4)]
     assert pod16["healthy"] is False
@@ -276,6 +277,11 @@ def test_cli_without_a_cluster_exits_1_with_one_line(tmp_path: Path) -> None:
         env={**os.environ, "KUBECONFIG": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"})
     assert empty.returncode == 1 and "no usable kubeconfig" in empty.stderr
     assert "Traceback" not in empty.stderr
+    # It says what to do, in its one line: the flag, or the gcloud call for this stack.
+    (line,) = empty.stderr.splitlines()
+    assert line.endswith("; pass --kubeconfig FILE, or fetch credentials with `gcloud "
+                         "container clusters get-credentials raytpu-dev --location us-west4-a "
+                         "--project raytpu-dev --dns-endpoint`"), line
 
 
 def test_plan_does_not_import_the_kubernetes_client() -> None:

@@ -55,8 +55,11 @@ def test_unknown_kuberay_mode() -> None:
 
 def test_ray_version_below_what_kuberay_supports() -> None:
     problems = _problems_before_program({**RAW, "raytpu:ray": {"version": "2.30.0"}})
+    # The config's rule and the RayCluster's (token auth) in one report.
     assert problems == ["raytpu:ray.version: '2.30.0' is older than KubeRay 1.7.0 supports; "
-                        "need >= 2.38.0"]
+                        "need >= 2.38.0",
+                        "raytpu:ray.auth: 'token' needs Ray >= 2.52.0, rayVersion is 2.30.0; "
+                        "upgrade Ray or set 'disabled'"]
 
 
 def test_cluster_name_too_long() -> None:

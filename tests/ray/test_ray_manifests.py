@@ -45,13 +45,13 @@ def test_writes_one_file_per_object_and_the_chart_list(
     names = sorted(p.name for p in written)
     assert names == ["helm-releases.txt", "namespace-cert-manager.yaml",
                      "namespace-kuberay-system.yaml", "namespace-ray.yaml",
-                     "networkpolicy-raytpu-deny-ingress.yaml",
-                     "networkpolicy-raytpu-ray-head.yaml",
-                     "networkpolicy-raytpu-ray-metrics.yaml",
-                     "networkpolicy-raytpu-ray-peers.yaml",
-                     "podmonitoring-trillium-ray.yaml", "raycluster-trillium.yaml",
-                     "service-trillium-dashboard-ilb.yaml",
-                     "serviceaccount-ray-workload.yaml"]
+                     "networkpolicy-ray-raytpu-deny-ingress.yaml",
+                     "networkpolicy-ray-raytpu-ray-head.yaml",
+                     "networkpolicy-ray-raytpu-ray-metrics.yaml",
+                     "networkpolicy-ray-raytpu-ray-peers.yaml",
+                     "podmonitoring-ray-trillium-ray.yaml", "raycluster-ray-trillium.yaml",
+                     "service-ray-trillium-dashboard-ilb.yaml",
+                     "serviceaccount-ray-ray-workload.yaml"]
     for path in written:
         if path.suffix != ".yaml":
             continue
@@ -63,7 +63,7 @@ def test_writes_one_file_per_object_and_the_chart_list(
             continue  # against the GMP CRD in test_monitoring_crds.py
         else:
             kubernetes_validate.validate(obj, "1.33", strict=True)
-    rc = _load(tmp_path / "raycluster-trillium.yaml")
+    rc = _load(tmp_path / "raycluster-ray-trillium.yaml")
     assert (rc["apiVersion"], rc["metadata"]["namespace"]) == ("ray.io/v1", "ray")
     assert list(rc) == ["apiVersion", "kind", "metadata", "spec"]
 
@@ -91,7 +91,7 @@ def test_stale_generated_files_are_removed_others_kept(
     (tmp_path / "notes.yaml").write_text("mine: true\n")
     write_plan_manifests(sample_plans["v4-fixed"], tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert "raycluster-trillium.yaml" not in names and "raycluster-raytpu.yaml" in names
+    assert "raycluster-ray-trillium.yaml" not in names and "raycluster-ray-raytpu.yaml" in names
     assert "notes.yaml" in names
 
 
@@ -101,7 +101,7 @@ def test_manifests_of_a_stack_file_run_the_stack_program(tmp_path: Path) -> None
     stacks.mkdir()
     (stacks / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": SAMPLES["v5e-elastic"]}))
     written = write_plan_manifests(run_plan("t", stacks), tmp_path / "out")
-    rc = _load(tmp_path / "out" / "raycluster-raytpu.yaml")
+    rc = _load(tmp_path / "out" / "raycluster-ray-raytpu.yaml")
     assert [g["groupName"] for g in rc["spec"]["workerGroupSpecs"]] == ["pod16", "single8"]
     assert tmp_path / "out" / "helm-releases.txt" in written
 

@@ -11,7 +11,8 @@ from raytpu.components.ray_access import auth_secret_name
 from raytpu.components.ray_cluster_validation import args_problems, image_ray_version
 from raytpu.components.ray_pod_templates import worker_resources
 from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
-from raytpu.facts.catalog import GENERATIONS, MACHINE_RESOURCES, slice_shape
+from raytpu.facts.catalog import GENERATIONS, slice_shape
+from raytpu.facts.machines import MACHINE_RESOURCES
 from raytpu.plan.engine import PlanError, PlanResult
 
 SERVICE = "kubernetes:core/v1:Service"

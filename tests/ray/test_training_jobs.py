@@ -149,8 +149,8 @@ def test_manifests_command_writes_the_rayjobs(plan: PlanResult, tmp_path: Path) 
     from raytpu.operations.manifests import write_plan_manifests
 
     written = {p.name for p in write_plan_manifests(plan, tmp_path)}
-    assert {"rayjob-pretrain.yaml", "rayjob-eval.yaml"} <= written
-    obj = yaml.safe_load((tmp_path / "rayjob-eval.yaml").read_text())
+    assert {"rayjob-ray-pretrain.yaml", "rayjob-ray-eval.yaml"} <= written
+    obj = yaml.safe_load((tmp_path / "rayjob-ray-eval.yaml").read_text())
     assert obj["kind"] == "RayJob" and obj["apiVersion"] == "ray.io/v1"
 
 

@@ -34,6 +34,12 @@ def _run(*args: str) -> tuple[int, str, str]:
         (["--d-model", "100", "--n-heads", "3"], "--d-model: 100 is not a multiple of --n-heads 3"),
         (["--steps", "10", "--fail-host-at-step", "10"], "--fail-host-at-step: 10 must be in 1..9"),
         (["--checkpoint-every", "0"], "--checkpoint-every: 0 must be positive"),
+        (["--model", "9b"], "--model: '9b' is not a model preset; valid: byte, tiny, small, 1b"),
+        (["--framework", "mxnet"], "--framework: 'mxnet' is not one of torch, jax"),
+        (["--framework", "jax"], "--framework jax: trains the Llama presets; add --model"),
+        (["--model", "tiny", "--tokenizer", "vocab.txt"], "--tokenizer: 'vocab.txt' is not a"),
+        (["--model", "tiny", "--tokenizer", "/none/t.json"], "--tokenizer: '/none/t.json' does "
+                                                             "not exist"),
     ],
 )
 def test_bad_train_flags_exit_2_with_one_line(args: list[str], needle: str) -> None:
@@ -115,8 +121,10 @@ def test_submit_carries_every_trainer_flag(tmp_path: Path) -> None:
     flags = ["--steps", "77", "--data", "gs://c/t", "--checkpoint-every", "7",
              "--batch-per-host", "3", "--n-layers", "5", "--d-model", "96", "--n-heads", "6",
              "--seq-len", "64", "--lr", "0.0007", "--warmup-steps", "4", "--seed", "9",
-             "--compile", "--log-every", "2"]
-    assert {f.lstrip("-").replace("-", "_") for f in flags if f.startswith("--")} == {
+             "--compile", "--log-every", "2", "--model", "small", "--no-fsdp", "--remat",
+             "--tokenizer", "gs://c/tokenizer.json", "--framework", "jax"]
+    assert {f.lstrip("-").removeprefix("no-").replace("-", "_")
+            for f in flags if f.startswith("--")} == {
         p.name for p in TRAINER_FLAGS} | {"log_every"}
     code, out, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run",
                           *flags)
@@ -127,6 +135,8 @@ def test_submit_carries_every_trainer_flag(tmp_path: Path) -> None:
             cfg.compile, cfg.log_every) == (77, "gs://c/t", 7, 3, 9, True, 2)
     assert (m.n_layers, m.d_model, m.n_heads, m.seq_len) == (5, 96, 6, 64)
     assert (o.lr, o.warmup_steps) == (0.0007, 4)
+    assert (cfg.preset, cfg.fsdp, cfg.remat, cfg.tokenizer, cfg.framework) == (
+        "small", False, True, "gs://c/tokenizer.json", "jax")
 
 
 @pytest.mark.parametrize(

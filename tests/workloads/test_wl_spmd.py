@@ -78,7 +78,7 @@ def test_spmd_data_parallel_trains_on_virtual_devices(tmp_path: Path, text_dir: 
     )
     out = run_on_xla_cpu(script, devices=DEVICES)
     assert out["devices"] == DEVICES
-    assert out["mesh"] == [[1, DEVICES], ["dcn", "data"]]
+    assert out["mesh"] == [[1, DEVICES], ["data", "fsdp"]]
     # Each device holds a quarter of the host's batch rows; the sequence stays whole.
     assert out["batch"] == [[8, 33], f"{{devices=[{DEVICES},1]0,1,2,3}}"]
     # The weights stay replicated through the optimizer step: XLA all-reduced the grads.

@@ -1,0 +1,121 @@
+"""The mocked engine's RPCs, run inline on the event loop's thread, in submission order.
+
+The SDK sends every registration and invoke through ``loop.run_in_executor(None, ...)``.
+With the loop's default thread pool the mocked RPCs finished in thread-scheduling order, so
+the order of registrations (the plan tree, ``--json``'s ``resources[]``, the manifests) and
+which resource's outputs resolved first changed from run to run, and every RPC paid two
+thread switches (costly on a loaded machine). :class:`InlineExecutor` runs each call at
+once, inside ``submit``; its result reaches the loop through ``call_soon_threadsafe`` like
+any executor's, in the order of submission, so the same program registers the same
+resources in the same order every run.
+
+The SDK's ``MockMonitor`` serialises its answers with ``_sync_await``, which on the loop's
+own thread would pump the running loop from inside an RPC. :class:`InlineMockMonitor`
+answers the same way without that: serialising plain values never suspends, so
+:func:`run_sync` drives the coroutine to its end in one step.
+
+:func:`without_source_positions`: each registration also walks the Python stack for the
+engine's source positions (file URIs of every frame, a fifth of a plan's time), which no
+mock reads; during a plan the SDK is handed an empty trace instead.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+from pulumi.runtime import resource as sdk_resource
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs
+from pulumi.runtime.proto import provider_pb2, resource_pb2, source_pb2
+
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
+    """A default executor that runs each call inside ``submit`` (no thread is started)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
+               ) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # handed to the awaiting task, as a pool does
+            future.set_exception(e)
+        return future
+
+
+def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
+    """The value of a coroutine that completes without suspending (else RuntimeError)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("a mocked RPC awaited something: it cannot run inline")
+
+
+class InlineMockMonitor(MockMonitor):
+    """``MockMonitor``'s registrations and invokes, answered without pumping the loop."""
+
+    def RegisterResource(self, request: Any) -> Any:
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == STACK_TYPE:
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        args = MockResourceArgs(
+            typ=request.type, name=request.name,
+            inputs=rpc.deserialize_properties(request.object), provider=request.provider,
+            resource_id=request.importId, custom=request.custom or False,
+        )
+        found, state = self.mocks.new_resource(args)
+        id_ = found or ""  # what the wire makes of None
+        obj = run_sync(rpc.serialize_properties(state, {}))
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, id_, state)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj)
+
+    def ReadResource(self, request: Any) -> Any:
+        args = MockResourceArgs(
+            typ=request.type, name=request.name,
+            inputs=rpc.deserialize_properties(request.properties), provider=request.provider,
+            resource_id=request.id,
+        )
+        found, state = self.mocks.new_resource(args)
+        id_ = found or ""
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self.resources[urn] = MockMonitor.ResourceRegistration(urn, id_, state)
+        return resource_pb2.ReadResourceResponse(
+            urn=urn, properties=run_sync(rpc.serialize_properties(state, {})))
+
+    def Invoke(self, request: Any) -> Any:
+        args = rpc.deserialize_properties(request.args)
+        if request.tok == "pulumi:pulumi:getResource":
+            registered = self.resources.get(args["urn"])
+            if registered is None:
+                raise Exception(f"unknown resource {args['urn']}")
+            ret = run_sync(rpc.serialize_properties(registered._asdict(), {}))
+            return resource_pb2.ResourceInvokeResponse(failures=None, **{"return": ret})
+        answer = self.mocks.call(MockCallArgs(token=request.tok, args=args,
+                                              provider=request.provider))
+        ret_value, failures = (answer, []) if isinstance(answer, dict) else answer
+        checks = [provider_pb2.CheckFailure(property=p, reason=r) for p, r in failures or []]
+        ret = run_sync(rpc.serialize_properties(ret_value, {}))
+        return resource_pb2.ResourceInvokeResponse(failures=checks or None, **{"return": ret})
+
+
+@contextlib.contextmanager
+def without_source_positions() -> Iterator[None]:
+    """Registrations inside carry an empty stack trace (the SDK's own fallback value)."""
+    walk = getattr(sdk_resource, "_get_stack_trace", None)
+    if walk is None:  # an SDK without it: nothing to skip
+        yield
+        return
+    sdk_resource._get_stack_trace = source_pb2.StackTrace
+    try:
+        yield
+    finally:
+        sdk_resource._get_stack_trace = walk

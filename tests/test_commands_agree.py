@@ -1,0 +1,96 @@
+"""Every command that reads a stack -- ``plan``, ``manifests``, ``cost``, ``status``,
+``submit`` -- accepts and refuses exactly the same stacks with the same lines: each case of
+the bad-input table (``test_config_bad_input``) and each component-level case below goes
+through the real command line (the typer app, in process) of every command, which must exit
+2 with the same stderr and print nothing on stdout. Component and config problems come in
+one report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from raytpu.cli.app import app
+from test_config_bad_input import BASE, CASES, place
+from typer.testing import CliRunner, Result
+
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "plan": ("plan", "--json"),
+    "manifests": ("manifests", "--out", "{tmp}/manifests"),
+    "cost": ("cost", "--json"),
+    "status": ("status", "--json", "--kubeconfig", "{tmp}/no-kubeconfig"),
+    "submit": ("submit", "--dry-run"),
+}
+
+# Stacks only a component's Args refuse (the config models accept each value alone).
+COMPONENT_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("system pool min above max",
+     {"raytpu:cluster": {"systemPool": {"minNodes": 5, "maxNodes": 2}}},
+     "raytpu:cluster.systemPool.maxNodes: 2 is below raytpu:cluster.systemPool.minNodes (5)"),
+    ("system pool min 0", {"raytpu:cluster": {"systemPool": {"minNodes": 0}}},
+     "raytpu:cluster.systemPool.minNodes: 0 is below 1"),
+    ("ray cluster name too long", {"raytpu:ray": {"clusterName": "r" * 60}},
+     "raytpu:ray.clusterName: "),
+    ("overlapping ranges", {"raytpu:network": {"podsCidr": "10.0.0.0/14"}},
+     "raytpu:network.subnetCidr 10.0.0.0/20 overlaps raytpu:network.podsCidr 10.0.0.0/14"),
+]
+
+runner = CliRunner()
+
+
+def _run(tmp_path: Path, raw: dict[str, Any]) -> dict[str, Result]:
+    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": raw}))
+    out = {}
+    for name, args in COMMANDS.items():
+        argv = [a.format(tmp=tmp_path) for a in args]
+        out[name] = runner.invoke(app, [*argv, "--stack", "t", "--stacks-dir", str(tmp_path)])
+    return out
+
+
+def _refused_alike(results: dict[str, Result]) -> str:
+    for name, r in results.items():
+        assert r.exit_code == 2, (name, r.exit_code, r.output, r.exception)
+        assert r.stdout == "", (name, r.stdout)
+        assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr, (name, r.stderr)
+    texts = {name: r.stderr for name, r in results.items()}
+    assert len(set(texts.values())) == 1, texts
+    return texts["plan"]
+
+
+@pytest.mark.parametrize(("path", "value", "suffix"), CASES)
+def test_every_command_refuses_each_bad_value_alike(
+    tmp_path: Path, path: tuple[str | int, ...], value: Any, suffix: str
+) -> None:
+    _refused_alike(_run(tmp_path, place(path, value)))
+
+
+@pytest.mark.parametrize(("raw", "expected"), [pytest.param(r, e, id=i)
+                                              for i, r, e in COMPONENT_CASES])
+def test_every_command_refuses_what_a_component_refuses(
+    tmp_path: Path, raw: dict[str, Any], expected: str
+) -> None:
+    text = _refused_alike(_run(tmp_path, {**BASE, **raw}))
+    assert any(line.startswith(f"error: {expected}") for line in text.splitlines()), text
+
+
+def test_config_and_component_problems_come_in_one_report(tmp_path: Path) -> None:
+    raw = {**BASE, "raytpu:cluster": {"systemPool": {"minNodes": 5, "maxNodes": 2}},
+           "raytpu:kuberay": {"version": "latest"}}
+    lines = _refused_alike(_run(tmp_path, raw)).splitlines()
+    assert lines == [
+        "error: raytpu:kuberay.version: 'latest' is not a version (e.g. 1.7.0, "
+        "1.31.2-gke.1115000)",
+        "error: raytpu:cluster.systemPool.maxNodes: 2 is below "
+        "raytpu:cluster.systemPool.minNodes (5)",
+    ]  # and nothing that only follows from the bad version (the auth rule compares it)
+
+
+def test_a_good_stack_is_accepted_by_every_command_that_reads_it_offline(tmp_path: Path) -> None:
+    results = _run(tmp_path, BASE)
+    for name in ("plan", "manifests", "cost", "submit"):
+        assert results[name].exit_code == 0, (name, results[name].output)
+    # status reads the stack, then the cluster: the missing kubeconfig is a runtime failure.
+    assert results["status"].exit_code == 1
+    assert "cannot read the cluster" in results["status"].stderr

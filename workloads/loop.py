@@ -1,0 +1,57 @@
+"""What every trainer loop shares, whichever framework runs it (no torch, no jax): the
+launcher's :class:`Hooks`, the host's :class:`HostPlace` and the rehearsal's hold."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Hooks(Protocol):
+    """What the launcher provides to the loop."""
+
+    def begin_attempt(self) -> tuple[int, bool]:
+        """(attempt number, whether it is the first attempt of this invocation)."""
+        ...
+
+    def restore(self) -> dict[str, Any] | None:
+        """The latest checkpoint's state (model, optim, step), or None to start fresh."""
+        ...
+
+    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
+        """Collective: every host calls it; only the rank that saves passes ``state``."""
+        ...
+
+    def publish(self, records: list[dict[str, Any]]) -> None:
+        """Step records from the reporting rank (fire and forget)."""
+        ...
+
+    def flush(self) -> None:
+        """Wait until every published record has arrived."""
+        ...
+
+    def settle(self) -> None:
+        """Wait until every saved checkpoint is registered (resumable), not just written."""
+        ...
+
+    def holding(self, step: int) -> None:
+        """Rehearsal: tell the launcher every host now waits, after ``step``, to be killed."""
+        ...
+
+
+@dataclass(frozen=True)
+class HostPlace:
+    """Where this process trains: its data shard and whether it reports metrics."""
+
+    data_index: int
+    num_hosts: int
+    rank: int
+
+
+def hold(timeout_s: float) -> None:
+    """Rehearsal of a preemption: wait to be killed with the rest of this host."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+    raise RuntimeError(f"held {timeout_s:.0f}s for the rehearsed host kill, which never came")
