@@ -16,8 +16,9 @@ that the 1024 chips of 64 slices pass (the shipped limit is 256; a blocked plan 
 
 Targets (issue 19): 64 pools within 1.3x the time of 1 pool; the 64-slice plan under 0.8x
 of xpk's 64-slice dry run; peak RSS under 500 MB. Both ratios come from this run's
-medians (interleaved runs, so background load hits every measurement alike); the load
-average before and after is printed with them, because the machine may be shared.
+wall-time medians (interleaved runs, so background load hits every measurement alike); the
+load average before and after is printed with them, because the machine may be shared, and
+the children's own CPU time beside them, which load disturbs less.
 
     python benchmarks/plan_scaling.py [--repeat 9] [--xpk /path/to/xpk] [--importtime]
         [--profile 64]   # cProfile of one in-process 64-slice plan, top functions
@@ -55,6 +56,7 @@ POLICY_CONFIG = {"max-tpu-chips": {"maxChips": 4096}}
 class Samples:
     label: str
     wall_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
 
     @property
@@ -66,6 +68,10 @@ class Samples:
         return min(self.wall_s)
 
     @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu_s)
+
+    @property
     def peak_rss(self) -> float:
         return max(self.rss_mb)
 
@@ -74,8 +80,10 @@ class Samples:
 # gives raytpu's own modules the same (some sandboxes set PYTHONDONTWRITEBYTECODE=1).
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
-def measure(cmd: list[str], cwd: Path, check_stdout: str | None = None) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) of the child itself, and its stdout."""
+def measure(cmd: list[str], cwd: Path, check_stdout: str | None = None
+            ) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MB) of the child itself, and its
+    stdout."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
@@ -92,7 +100,8 @@ def measure(cmd: list[str], cwd: Path, check_stdout: str | None = None) -> tuple
             )
     if check_stdout is not None and check_stdout not in stdout:
         raise RuntimeError(f"{' '.join(cmd)}: expected {check_stdout!r} in its output")
-    return wall, usage.ru_maxrss / 1024.0, stdout  # ru_maxrss is KiB on Linux
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024.0, stdout  # ru_maxrss is KiB on Linux
 
 
 def write_stacks(folder: Path) -> None:
@@ -228,7 +237,7 @@ def main() -> int:
         xpk_cwd = Path(tmp) / "xpk"
         xpk_cwd.mkdir()
         for n in SIZES:  # warm-up: .pyc files, page cache
-            _, _, out = measure([*raytpu, *plan_args(stacks, n)], REPO)
+            *_, out = measure([*raytpu, *plan_args(stacks, n)], REPO)
             check_plan(out, n)
         if xpk is not None:
             try:
@@ -237,12 +246,14 @@ def main() -> int:
                 xpk_error, xpk = str(e)[-500:], None
         for _ in range(opts.repeat):  # interleaved, so background load hits all alike
             for n in SIZES:
-                wall, rss, _ = measure([*raytpu, *plan_args(stacks, n)], REPO)
+                wall, cpu, rss, _ = measure([*raytpu, *plan_args(stacks, n)], REPO)
                 results[n].wall_s.append(wall)
+                results[n].cpu_s.append(cpu)
                 results[n].rss_mb.append(rss)
             if xpk is not None:
-                wall, rss, _ = measure(xpk_command(xpk, 64), xpk_cwd)
+                wall, cpu, rss, _ = measure(xpk_command(xpk, 64), xpk_cwd)
                 xpk_samples.wall_s.append(wall)
+                xpk_samples.cpu_s.append(cpu)
                 xpk_samples.rss_mb.append(rss)
         imports = (import_report([*raytpu, *plan_args(stacks, 64)], REPO)
                    if opts.importtime else [])
@@ -255,15 +266,18 @@ def main() -> int:
           f"fresh process per run, {os.cpu_count()} CPUs)")
     print("load average (1/5/15 min) before: " + "/".join(f"{x:.1f}" for x in load_before)
           + ", after: " + "/".join(f"{x:.1f}" for x in load_after))
-    print(f"{'measurement':32s} {'median s':>9s} {'best s':>8s} {'peak RSS MB':>12s}")
+    print(f"{'measurement':32s} {'median s':>9s} {'best s':>8s} {'CPU s':>7s} "
+          f"{'peak RSS MB':>12s}")
     rows = [*results.values(), *([xpk_samples] if xpk_samples.wall_s else [])]
     for s in rows:
-        print(f"{s.label:32s} {s.median:9.2f} {s.best:8.2f} {s.peak_rss:12.0f}")
+        print(f"{s.label:32s} {s.median:9.2f} {s.best:8.2f} {s.cpu_median:7.2f} "
+              f"{s.peak_rss:12.0f}")
 
     t1, t64 = results[1].median, results[64].median
     ratio = t64 / t1
     print(f"\nratio 8/1 pools:  {results[8].median / t1:.2f}x")
-    print(f"ratio 64/1 pools: {ratio:.2f}x")
+    print(f"ratio 64/1 pools: {ratio:.2f}x (CPU time: "
+          f"{results[64].cpu_median / results[1].cpu_median:.2f}x)")
     peak = max(s.peak_rss for s in results.values())
     xpk_ok: bool | None = None
     xpk_ratio = 0.0
@@ -271,7 +285,8 @@ def main() -> int:
         xpk_ratio = t64 / xpk_samples.median
         xpk_ok = xpk_ratio <= XPK_RATIO_TARGET
         print(f"raytpu 64 / xpk 64: {xpk_ratio:.2f}x "
-              f"(best-of: {results[64].best / xpk_samples.best:.2f}x)")
+              f"(best-of: {results[64].best / xpk_samples.best:.2f}x; CPU time: "
+              f"{results[64].cpu_median / xpk_samples.cpu_median:.2f}x)")
     else:
         print(f"xpk comparison skipped: {xpk_error or xpk_note}")
 

@@ -123,13 +123,17 @@ class PodMonitoring(CustomResource):
                          metadata=metadata, spec=spec, opts=opts)
 
 
-def ray_pod_monitoring_spec(cluster_name: str, port: str = "metrics",
+def ray_pod_monitoring_spec(cluster_name: str | None, port: str = "metrics",
                             interval: str = "30s") -> PodMonitoringSpecArgs:
-    """Scrape the head and workers of one RayCluster on Ray's metrics port, keeping the
-    Ray labels (cluster, node type, group) on every series (as KubeRay's podMonitor does)."""
+    """Scrape the head and workers of one RayCluster (``cluster_name``; None: every Ray pod
+    of the namespace, e.g. a team's RayJob clusters, whose names are generated) on Ray's
+    metrics port, keeping the Ray labels (cluster, node type, group) on every series (as
+    KubeRay's podMonitor does)."""
+    match = ({"ray.io/cluster": cluster_name} if cluster_name is not None
+             else {"ray.io/is-ray-node": "yes"})
     return PodMonitoringSpecArgs(
         selector={
-            "matchLabels": {"ray.io/cluster": cluster_name},
+            "matchLabels": match,
             "matchExpressions": [{"key": "ray.io/node-type", "operator": "In",
                                   "values": ["head", "worker"]}],
         },

@@ -95,26 +95,41 @@ def ingress(peers: Sequence[PolicyPeer], ports: Sequence[int] = ()) -> IngressRu
     return rule  # type: ignore[return-value]  # "from" cannot be a TypedDict key
 
 
+# GKE's control-plane-to-node tunnel: traffic the control plane sends to pods arrives from
+# these agent pods in kube-system, not from the control plane's range.
+KONNECTIVITY_AGENT: PolicyPeer = {
+    "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "konnectivity-agent"}},
+}
+
+
 @dataclass(frozen=True)
 class OperatorPeer:
     """Where the KubeRay operator's calls to Ray heads come from: pods of ``namespace``
-    (Helm install) or, for the GKE-hosted add-on, the control plane's ``cidr``."""
+    (Helm install) or, for the GKE-hosted add-on, the control plane's ``cidr`` and (unless
+    ``konnectivity`` is off) the konnectivity agents that tunnel control-plane traffic to
+    pods. No source says which of the two GKE's hosted operator uses (it polls every running
+    RayJob's head dashboard, KubeRay v1.7.0 rayjob_controller.go GetJobInfo), so both are
+    admitted; the README names the live check."""
 
     namespace: str | None = None
     """The operator's namespace (Helm install): its ``kuberay-operator`` pods."""
     cidr: str | None = None
     """The source range of a GKE-hosted operator (the control plane's)."""
+    konnectivity: bool = True
+    """With ``cidr``: also admit kube-system's ``k8s-app: konnectivity-agent`` pods."""
 
     def __post_init__(self) -> None:
         if (self.namespace is None) == (self.cidr is None):
             raise ValueError("OperatorPeer: give exactly one of namespace or cidr")
 
-    def peer(self) -> PolicyPeer:
+    def peers(self) -> list[PolicyPeer]:
         if self.cidr is not None:
-            return {"ipBlock": {"cidr": self.cidr}}
+            return [{"ipBlock": {"cidr": self.cidr}},
+                    *([KONNECTIVITY_AGENT] if self.konnectivity else [])]
         assert self.namespace is not None
-        return {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: self.namespace}},
-                "podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)}}
+        return [{"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: self.namespace}},
+                 "podSelector": {"matchLabels": dict(OPERATOR_POD_LABELS)}}]
 
 
 @dataclass(frozen=True)
@@ -152,7 +167,7 @@ def policy_specs(args: RayNetworkPoliciesArgs) -> dict[str, NetworkPolicySpec]:
                                 else {RAY_NODE_LABEL: "yes"})
     heads = {**ray_pods, NODE_TYPE_LABEL: "head"}
     dashboard = Ports.RAY_DASHBOARD
-    head_rules = [ingress([args.operator.peer()], [dashboard])]
+    head_rules = [ingress(args.operator.peers(), [dashboard])]
     if args.rayjob_submitters:
         head_rules.append(ingress([{"podSelector": {"matchLabels": {ORIGIN_CRD_LABEL: "RayJob"}}}],
                                   [dashboard]))

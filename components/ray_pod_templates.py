@@ -70,6 +70,18 @@ WRITABLE_PATHS: tuple[tuple[str, str], ...] = (
 # Ray's object store lives in /dev/shm: KubeRay's own volume name; memory medium.
 SHM_VOLUME = ("shared-mem", "/dev/shm")
 
+# Everything else that writes under HOME is pointed into those volumes by its standard
+# variable (HOME itself cannot be an emptyDir: it holds the image's Python): the XDG base
+# directories (fsspec, matplotlib and most tools keep config and state there), and Python's
+# user base, where `pip install --user` (a runtime environment's, say) installs.
+WRITABLE_ENV: tuple[tuple[str, str], ...] = (
+    ("XDG_CACHE_HOME", f"{versions.RAY_HOME}/.cache"),
+    ("XDG_CONFIG_HOME", "/tmp/.config"),
+    ("XDG_DATA_HOME", "/tmp/.local/share"),
+    ("XDG_STATE_HOME", "/tmp/.local/state"),
+    ("PYTHONUSERBASE", "/tmp/.local"),
+)
+
 
 def container_security_context(read_only_root: bool = True) -> SecurityContext:
     """The Ray containers' (and the autoscaler sidecar's) ``securityContext``: the
@@ -129,6 +141,11 @@ def pod_template(
         shm["emptyDir"]["sizeLimit"] = memory
     volumes: list[Volume] = [{"name": n, "emptyDir": {}} for n, _ in WRITABLE_PATHS]
     volumes.append(shm)
+    if read_only_root:  # the group's own env wins over these defaults
+        given = {e["name"] for e in env}
+        defaults: list[EnvVar] = [{"name": k, "value": v} for k, v in WRITABLE_ENV
+                                  if k not in given]
+        env = sorted([*env, *defaults], key=lambda e: e["name"])
     spec: PodSpec = {
         "serviceAccountName": service_account,
         "automountServiceAccountToken": automount_token,

@@ -117,6 +117,8 @@ class TeamAccess(pulumi.ComponentResource):
             f"{name}-ksa",
             metadata={"name": args.service_account, "namespace": ns, "labels": labels,
                       "annotations": {GSA_ANNOTATION: args.gsa_email}},
+            # Team Ray pods never call the Kubernetes API (the KSA has no RBAC grant).
+            fields={"automountServiceAccountToken": False},
             opts=child)
         self.role = Role(f"{name}-role",
                          metadata={"name": ROLE_NAME, "namespace": ns, "labels": labels},

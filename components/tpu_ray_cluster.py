@@ -75,6 +75,9 @@ class TpuRayCluster(pulumi.ComponentResource):
                 "name": args.service_account, "namespace": ns_name, "labels": labels,
                 "annotations": {GSA_ANNOTATION: args.gsa_email},
             },
+            # No token unless a pod asks for one in its own spec (the autoscaling head does):
+            # Workload Identity needs none, and a pod that skips the API should carry none.
+            fields={"automountServiceAccountToken": False},
             opts=child,
         )
 

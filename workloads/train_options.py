@@ -98,10 +98,16 @@ def build_config(
 
     problems: list[str] = []
     try:
-        slice_shape(tpu, topology, machine_type)
+        chips_per_host = slice_shape(tpu, topology, machine_type).chips_per_vm
     except CatalogError as e:
         flag = {"tpu": "--tpu", "topology": "--topology"}.get(e.field, "--machine-type")
         problems.append(f"{flag}: {e}")
+        chips_per_host = 1
+    if framework == "jax" and batch_per_host > 0 and batch_per_host % chips_per_host:
+        # The JAX batch is split over every chip of the host (P(("data", "fsdp"))).
+        problems.append(f"--batch-per-host: {batch_per_host} is not a multiple of the "
+                        f"{chips_per_host} chips per host of {tpu} (--framework jax splits "
+                        "each host's batch over its chips)")
     _positive(
         problems, slices=slices, steps=steps, checkpoint_every=checkpoint_every,
         batch_per_host=batch_per_host, n_layers=n_layers, d_model=d_model, n_heads=n_heads,

@@ -90,7 +90,7 @@ def plan(
     from raytpu.config.stack import ConfigError
     from raytpu.plan.diff import DiffError, diff_plans, load_base, render_diff
     from raytpu.plan.engine import PlanError, run_plan
-    from raytpu.plan.policies import load_policy_config, plan_policies
+    from raytpu.plan.policies import load_policy_config, plan_document, plan_policies
     from raytpu.plan.render import render_plan
 
     try:
@@ -111,9 +111,7 @@ def plan(
         else:
             render_diff(diff, violations, warnings=result.warnings)
     elif as_json:
-        doc = result.to_dict(show_secrets)
-        if violations is not None:
-            doc["policies"] = [v.to_dict() for v in violations]
+        doc = plan_document(result, violations, show_secrets=show_secrets)
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         render_plan(result, violations, show_secrets=show_secrets)
@@ -167,7 +165,15 @@ app.command("cost")(cost_command)
 app.command("status")(status_command)
 
 
+# Commands done in a second or two run without the cyclic garbage collector, which otherwise
+# walks the SDKs' few hundred thousand objects again and again as a plan allocates (more
+# often, the more resources); their garbage is freed at exit. Not the long-running ones.
+SHORT_COMMANDS = frozenset({"plan", "manifests", "cost", "status", "catalog"})
+
+
 def main() -> None:
+    if SHORT_COMMANDS.intersection(sys.argv[1:2]):
+        gc.disable()
     try:
         app()
     finally:

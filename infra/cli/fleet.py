@@ -1,8 +1,10 @@
 """``raytpu cost`` and ``raytpu status``: the fleet's price and its live state.
 
 Each command parses the stack once (the same parse as ``raytpu plan``), computes its view
-(:func:`raytpu.plan.cost.cost_of`, :func:`raytpu.operations.status.fleet_status`) and
-renders it as a table or one JSON object.
+model with a pure function (:func:`raytpu.plan.cost.cost_of` of the stack;
+:func:`raytpu.operations.status.status_view` of the stack and the snapshot
+:func:`raytpu.operations.status.read_snapshot` read from the API) and renders it as tables
+(:mod:`raytpu.operations.cost`, :mod:`raytpu.operations.status_render`) or one JSON object.
 """
 
 from __future__ import annotations
@@ -51,15 +53,15 @@ def status_command(
 ) -> None:
     """Live view of the stack's slices, Ray pods, RayCluster and team queues."""
     from raytpu.config.stack import ConfigError
-    from raytpu.operations.status import (
+    from raytpu.operations.kube import (
         KubeReader,
         NoKubeconfig,
         StatusError,
         connect,
         credentials_hint,
-        fleet_status,
-        render_status,
     )
+    from raytpu.operations.status import read_snapshot, status_view
+    from raytpu.operations.status_render import render_status
     from raytpu.program.load import load_stack_config
 
     try:
@@ -69,11 +71,12 @@ def status_command(
         raise typer.Exit(2) from None
     try:
         api_client, source = connect(stack, kubeconfig, context)
-        view = fleet_status(cfg, KubeReader(api_client))
+        snapshot = read_snapshot(cfg, KubeReader(api_client))
     except StatusError as e:
         hint = f"; {credentials_hint(cfg)}" if isinstance(e, NoKubeconfig) else ""
         _errors([f"cannot read the cluster of stack {stack!r} ({cfg.cluster.name}): {e}{hint}"])
         raise typer.Exit(1) from None
+    view = status_view(cfg, snapshot)
     if as_json:
         sys.stdout.write(json.dumps({**view, "source": source}, indent=2) + "\n")
     else:

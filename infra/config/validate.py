@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from raytpu.config.addon_rules import addon_warnings
 from raytpu.config.fit import fit_problems, fit_warnings
 from raytpu.config.job_rules import job_problems
 from raytpu.config.stack import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig
@@ -61,6 +62,7 @@ def stack_warnings(cfg: StackConfig) -> list[str]:
                 for m, member in enumerate(team.members) if member.startswith("group:")]
     out += fit_warnings(cfg)
     out += team_warnings(cfg)
+    out += addon_warnings(cfg)
     return out
 
 

@@ -94,25 +94,39 @@ def helm_releases_text(result: PlanResult) -> str:
     return "\n".join(lines)
 
 
-def write_plan_manifests(result: PlanResult, out_dir: Path) -> list[Path]:
-    """Write ``result``'s objects and chart list into ``out_dir``; return the files written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+def manifest_files(result: PlanResult) -> dict[str, str]:
+    """The folder's contents, file name to text (objects in the plan's order, the chart list
+    last): a pure function of the plan, written as it is by :func:`write_manifests`."""
+    files: dict[str, str] = {}
     for obj in objects(result):
-        path = out_dir / file_name(obj)
-        if path in written:  # the API server would keep one of them
+        name = file_name(obj)
+        if name in files:  # the API server would keep one of them
             meta = obj["metadata"]
             raise PlanError(f"two {obj['kind']} objects are {meta.get('namespace', '')}/"
-                            f"{meta['name']} ({path.name})")
-        path.write_text(f"{MARKER} --stack {result.stack}\n{_dump(obj)}")
+                            f"{meta['name']} ({name})")
+        files[name] = f"{MARKER} --stack {result.stack}\n{_dump(obj)}"
+    files["helm-releases.txt"] = helm_releases_text(result)
+    return files
+
+
+def write_manifests(files: dict[str, str], out_dir: Path) -> list[Path]:
+    """Write ``files`` into ``out_dir`` and remove the generated files it no longer holds;
+    return the paths written, in ``files``' order."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        path = out_dir / name
+        path.write_text(text)
         written.append(path)
-    releases = out_dir / "helm-releases.txt"
-    releases.write_text(helm_releases_text(result))
-    written.append(releases)
     for old in out_dir.iterdir():
-        if old.is_file() and old not in written and _ours(old):
+        if old.is_file() and old.name not in files and _ours(old):
             old.unlink()
     return written
+
+
+def write_plan_manifests(result: PlanResult, out_dir: Path) -> list[Path]:
+    """``raytpu manifests``: ``result``'s objects and chart list written into ``out_dir``."""
+    return write_manifests(manifest_files(result), out_dir)
 
 
 def _ours(path: Path) -> bool:

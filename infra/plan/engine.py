@@ -39,7 +39,12 @@ from raytpu.config.stack import ConfigError, StackConfig
 from raytpu.config.validate import stack_warnings
 from raytpu.facts.urns import STACK_TYPE, qualified_type, resource_urn
 from raytpu.plan.cost import cost_of
-from raytpu.plan.inline_rpc import InlineExecutor, InlineMockMonitor, without_source_positions
+from raytpu.plan.mock_runtime import (
+    InlineExecutor,
+    InlineMockMonitor,
+    paused_gc,
+    without_source_positions,
+)
 from raytpu.plan.values import presented, reveal
 
 PROJECT = "raytpu"
@@ -227,13 +232,13 @@ class RecordingMocks(Mocks):
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
-        self.inputs[(args.typ, args.name)] = args.inputs
+        plain = self.inputs[(args.typ, args.name)] = _plain(args.inputs)  # nobody mutates it
         if self.preview:
             # An empty id is an unknown one; computed outputs the inputs lack are unknown
             # too, and so is a value the provider computes inside an input object (the
             # cluster's dnsEndpointConfig.endpoint): the fakes below say which those are.
             computed = _fake_outputs(args.typ, args.name, args.inputs, self.project)
-            return "", _unknown_inside(_plain(args.inputs), computed)
+            return "", _unknown_inside(plain, computed)
         outputs = _fake_outputs(args.typ, args.name, args.inputs, self.project)
         return outputs.get("id") or f"{args.name}-id", outputs
 
@@ -313,7 +318,7 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
                     name=request.name,
                     parent=parent,
                     custom=bool(request.custom),
-                    inputs=_plain(inputs),
+                    inputs=inputs,  # plain already (RecordingMocks.new_resource)
                     options=options,
                     provider_version=request.version,
                     urn=real_urns[urn],
@@ -329,7 +334,7 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
 # Stack files and the run
 
 
-_INLINE = InlineExecutor()  # see raytpu.plan.inline_rpc
+_INLINE = InlineExecutor()  # see raytpu.plan.mock_runtime
 
 
 class _WarningLog(logging.Handler):
@@ -339,7 +344,9 @@ class _WarningLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.warnings: list[str] = []
-        self.logger = logging.Logger("raytpu.plan.program")  # not registered: never shared
+        # Not registered (never shared). At WARNING, the SDK's debug and info lines (several
+        # per resource) are dropped before a LogRecord is made: that cost grew with the fleet.
+        self.logger = logging.Logger("raytpu.plan.program", logging.WARNING)
         self.logger.propagate = False
         self.logger.addHandler(self)
 
@@ -409,7 +416,7 @@ def run_program(
         return _capture(dict(root.outputs))  # type: ignore[attr-defined]
 
     try:
-        with without_source_positions():
+        with without_source_positions(), paused_gc():
             _run()
     except (PlanError, ConfigError):
         raise

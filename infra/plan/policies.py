@@ -157,6 +157,16 @@ def mandatory(violations: list[Violation]) -> list[Violation]:
     return [v for v in violations if v.level == EnforcementLevel.MANDATORY.value]
 
 
+def plan_document(result: PlanResult, violations: list[Violation] | None, *,
+                  show_secrets: bool = False) -> dict[str, Any]:
+    """``raytpu plan --json``'s object (README "Reading the plan"): the plan's view model,
+    with the policy results unless the policies were turned off (``violations`` None)."""
+    doc = result.to_dict(show_secrets)
+    if violations is not None:
+        doc["policies"] = [v.to_dict() for v in violations]
+    return doc
+
+
 def plan_policies(result: PlanResult, *, enabled: bool = True,
                   config: Mapping[str, Any] | None = None,
                   ) -> tuple[list[Violation] | None, list[str]]:

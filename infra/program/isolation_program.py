@@ -16,17 +16,22 @@ from typing import Any
 import pulumi
 from raytpu.components.gcp_resources import ProjectIamMember
 from raytpu.components.kuberay_operator import WEBHOOK_NAMESPACE
+from raytpu.components.monitoring import PodMonitoring, ray_pod_monitoring_spec
 from raytpu.components.network_policy import (
     OperatorPeer,
     RayNetworkPolicies,
     RayNetworkPoliciesArgs,
 )
+from raytpu.components.ray_pod_templates import WORKER_PORTS
 from raytpu.components.storage import CheckpointStorage, CheckpointStorageArgs
 from raytpu.components.team_access import TeamAccess, TeamAccessArgs
 from raytpu.config.stack import StackConfig
 from raytpu.config.team_rules import team_bucket_name, team_checkpoint_uri
 from raytpu.config.teams import TEAM_SERVICE_ACCOUNT, team_namespace
+from raytpu.facts import versions
 
+# The port name the Ray containers give Ray's metrics port (the PodMonitoring scrapes it).
+METRICS_PORT = next(n for n, p in WORKER_PORTS if p == versions.Ports.RAY_METRICS)
 
 def operator_peer(cfg: StackConfig) -> OperatorPeer:
     """Where the KubeRay operator calls Ray heads from: its Helm namespace, or (GKE add-on,
@@ -154,6 +159,15 @@ def build_teams(
             f"team-{team.name}-netpol",
             ray_namespace_policy_args(cfg, ns, ray_cluster=None, rayjob_submitters=True),
             pulumi.ResourceOptions(providers=providers, depends_on=[access.namespace]))
+        if cfg.monitoring.enabled:
+            # Team RayJob clusters have generated names: scrape every Ray pod of the
+            # namespace (its NetworkPolicy admits the GMP collectors on the metrics port).
+            PodMonitoring(
+                f"team-{team.name}-podmonitoring",
+                metadata={"name": "raytpu-ray", "namespace": ns,
+                          "labels": {"app.kubernetes.io/part-of": "raytpu"}},
+                spec=ray_pod_monitoring_spec(None, port=METRICS_PORT),
+                opts=pulumi.ResourceOptions(parent=access, depends_on=[access.namespace]))
         namespaces.append(access.namespace)
         viewers.update({m: access for m in team.members if m not in viewers})
         out[team.name] = {

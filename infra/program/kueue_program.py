@@ -128,20 +128,21 @@ def build_kueue(
     depends_on: Sequence[pulumi.Resource] = (),
     queues_depend_on: Sequence[pulumi.Resource] = (),
     system_pool: str | None = None,
-) -> dict[str, Any]:
-    """Declare Kueue and the team queues; nothing without ``raytpu:teams``.
+) -> tuple[dict[str, Any], list[pulumi.Resource]]:
+    """Declare Kueue and the team queues; nothing without ``raytpu:teams``. Returns the
+    stack outputs and what Ray objects must wait for (Kueue's chart: its webhooks served).
 
     ``depends_on``: what the Kueue install waits for (the cluster, its system pool, the
     KubeRay CRDs its Ray integrations watch; never the TPU pools). ``queues_depend_on``: what
     the LocalQueues wait for besides Kueue (the team namespaces)."""
     if not cfg.teams:
-        return {}
+        return {}, []
     providers = [provider] if provider is not None else None
     kueue = Kueue("kueue", kueue_args(system_pool), opts=pulumi.ResourceOptions(
         providers=providers, depends_on=list(depends_on)))
     queues = KueueQueues("teams", queues_args(cfg), opts=pulumi.ResourceOptions(
         providers=providers, depends_on=[*kueue.ready, *queues_depend_on]))
-    return {"kueue": kueue.outputs, "kueue_queues": queues.outputs}
+    return {"kueue": kueue.outputs, "kueue_queues": queues.outputs}, list(kueue.ready)
 
 
 def kueue_problems(cfg: StackConfig) -> list[str]:

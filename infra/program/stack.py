@@ -205,8 +205,10 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         stack_bucket=infra.checkpoint_bucket, gcp_options=infra.api_options,
         labels=stack_labels(cfg))
     outputs |= team_outputs
-    outputs |= build_kueue(cfg, provider=infra.provider, depends_on=infra.operator_depends_on,
-                           queues_depend_on=team_namespaces, system_pool=infra.system_pool_name)
+    kueue_outputs, _ = build_kueue(
+        cfg, provider=infra.provider, depends_on=infra.operator_depends_on,
+        queues_depend_on=team_namespaces, system_pool=infra.system_pool_name)
+    outputs |= kueue_outputs
     outputs |= build_monitoring(cfg, stack_labels(cfg), infra.api_options)
     return outputs
 

@@ -124,7 +124,8 @@ def test_status_tables_are_whole(width: int) -> None:
 
     from infra_support import STACKS_DIR
     from raytpu.config.validate import parse_stack_config
-    from raytpu.operations.status import fleet_status, render_status, status_tables
+    from raytpu.operations.status import fleet_status
+    from raytpu.operations.status_render import render_status, status_tables
     from raytpu.plan.engine import load_stack_file
     from rich.console import Console
 

@@ -3,7 +3,7 @@
 Each run is a separate interpreter with its own ``PYTHONHASHSEED`` (set iteration order,
 object addresses, thread timing all differ between them), so an order that depends on any
 of those shows up as a difference here. Before the plan's RPCs ran inline
-(:mod:`raytpu.plan.inline_rpc`) the resources of ``prod`` came out in a
+(:mod:`raytpu.plan.mock_runtime`) the resources of ``prod`` came out in a
 different order nearly every run.
 """
 
@@ -110,3 +110,15 @@ def test_each_resource_comes_after_its_parent_and_what_it_depends_on(
             missing = [u for u in before if u and u not in seen]
             assert missing == [], (stack, r.urn)
             seen.add(r.urn)
+
+
+def test_manifests_are_computed_then_written_as_they_are(
+    stack_previews: dict[str, PlanResult], tmp_path: Path,
+) -> None:
+    from raytpu.operations.manifests import manifest_files, write_plan_manifests
+
+    files = manifest_files(stack_previews["prod"])
+    assert list(files)[-1] == "helm-releases.txt" and len(files) > 30
+    written = write_plan_manifests(stack_previews["prod"], tmp_path)
+    assert [p.name for p in written] == list(files)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == files

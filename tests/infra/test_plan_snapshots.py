@@ -19,13 +19,14 @@ import os
 import pytest
 from infra_support import SNAPSHOTS_DIR, STACKS
 from raytpu.plan.engine import PlanResult
+from raytpu.plan.policies import plan_document
 
 MAX_DIFF_LINES = 80
 
 
 def printed(result: PlanResult) -> str:
     """``raytpu plan --json --no-policies``'s output (raytpu.cli.app.plan)."""
-    return json.dumps(result.to_dict(), indent=2) + "\n"
+    return json.dumps(plan_document(result, None), indent=2) + "\n"
 
 
 @pytest.mark.parametrize("stack", STACKS)

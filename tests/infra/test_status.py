@@ -293,7 +293,7 @@ def test_plan_does_not_import_the_kubernetes_client() -> None:
 
 
 def test_text_view_names_the_broken_pool_and_slice(world: Any, capsys: Any) -> None:
-    from raytpu.operations.status import render_status
+    from raytpu.operations.status_render import render_status
 
     cfg, reader = world
     render_status(fleet_status(cfg, reader), "a test")
@@ -374,3 +374,26 @@ def test_a_workload_that_only_reserved_quota_is_pending_not_admitted(world: Any)
 
     (team,) = fleet_status(cfg, Reserved(reader._nodes, reader._pods, reader._rc))["teams"]
     assert team["workloads"] == {"admitted": 1, "pending": 2}
+
+
+def test_the_view_is_a_pure_function_of_the_stack_and_one_snapshot(world: Any) -> None:
+    """Computation apart from access: read_snapshot makes every read once, status_view needs
+    nothing else (no reader), leaves the snapshot as it found it and gives the same view."""
+    from raytpu.operations.status import read_snapshot, status_view
+
+    cfg, reader = world
+    calls: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(reader, name)
+
+    snapshot = read_snapshot(cfg, Counting())
+    assert sorted(calls) == ["cluster_queues", "nodes", "ray_cluster", "ray_pods", "workloads"]
+    before = copy.deepcopy(snapshot)
+    view = status_view(cfg, snapshot)
+    assert snapshot == before
+    assert view == status_view(cfg, before) == fleet_status(cfg, reader)
+    assert json.loads(json.dumps(view)) == view  # --json prints the view model as it is
+    assert not view["healthy"] and view["teams"][0]["workloads"]["admitted"] >= 0

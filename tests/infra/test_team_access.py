@@ -10,7 +10,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from infra_support import PROJECT, PROJECT_IAM, raw_config
+from infra_support import PROJECT, PROJECT_IAM, REPO, raw_config
 from raytpu.components.storage import CheckpointStorageArgs, prefix_condition
 from raytpu.components.team_access import TEAM_ROLE_RULES, TeamAccessArgs, rbac_subject
 from raytpu.config.stack import ConfigError
@@ -96,10 +96,11 @@ def test_every_team_object_is_a_valid_kubernetes_object(plan: PlanResult) -> Non
     for team in ("vision", "speech"):
         objs = in_namespace(plan, team)
         kinds = sorted(o["kind"] for o in objs if o["kind"] != "LocalQueue")
-        assert kinds == ["Namespace", *["NetworkPolicy"] * 4, "Role", "RoleBinding",
-                         "ServiceAccount"], kinds
+        assert kinds == ["Namespace", *["NetworkPolicy"] * 4, "PodMonitoring", "Role",
+                         "RoleBinding", "ServiceAccount"], kinds
         for obj in objs:
-            if obj["kind"] != "LocalQueue":  # Kueue's CRD: tests/kueue
+            # Kueue's and GMP's CRDs: tests/kueue, tests/ray/test_monitoring_crds.py
+            if obj["kind"] not in ("LocalQueue", "PodMonitoring"):
                 kubernetes_validate.validate(obj, "1.33", strict=True)
 
 
@@ -236,3 +237,28 @@ def test_component_inputs_are_checked() -> None:
     cond = prefix_condition("b", "teams/a/")
     assert _condition_allows(cond, "b", "teams/a/x") and not _condition_allows(cond, "b",
                                                                                "teams/ab/x")
+
+
+def test_no_service_account_mounts_a_token_by_default() -> None:
+    # checkov CKV_K8S_38: a token only where a pod calls the API. The KSAs turn automount off;
+    # the one pod that needs a token (the autoscaling head) asks for it in its own spec.
+    from raytpu.plan.engine import run_plan
+
+    for stack in ("dev", "staging", "prod"):
+        plan = run_plan(stack)
+        accounts = [o for o in objects(plan) if o["kind"] == "ServiceAccount"
+                    and o["metadata"]["name"] in ("ray-workload", "ray-team")]
+        assert accounts, stack
+        for sa in accounts:
+            assert sa.get("automountServiceAccountToken") is False, (stack, sa["metadata"])
+        (rc,) = [o for o in objects(plan) if o["kind"] == "RayCluster"]
+        head = rc["spec"]["headGroupSpec"]["template"]["spec"]
+        assert head["automountServiceAccountToken"] is bool(
+            rc["spec"].get("enableInTreeAutoscaling")), stack
+
+
+def test_readme_says_members_cannot_open_a_job_dashboard() -> None:
+    # L-2: the Role grants neither pods/portforward nor a Secret read (asserted above), so
+    # the README must not leave a member expecting the dashboard.
+    readme = (REPO / "README.md").read_text()
+    assert "a member cannot open a job's Ray dashboard" in readme

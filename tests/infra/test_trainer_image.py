@@ -92,3 +92,31 @@ def test_trainer_image_args_refused_alone() -> None:
                            lambda: TrainerImageArgs(repository_url="r", tag=""))
     assert [str(e).split(":")[0] for e in errors] == ["TrainerImageArgs.name",
                                                        "TrainerImageArgs.tag"]
+
+
+def _dockerfile_lines() -> list[str]:
+    text = (REPO_ROOT / "workloads" / "Dockerfile").read_text().replace("\\\n", " ")
+    return [line.strip() for line in text.splitlines() if line.strip()
+            and not line.lstrip().startswith("#")]
+
+
+def test_build_context_is_only_what_the_dockerfile_copies() -> None:
+    # Without a .dockerignore the whole repository (.venv, tests, stacks) is the context, and
+    # a change there is a new context hash: a rebuild for nothing.
+    ignore = [line.strip() for line in (REPO_ROOT / ".dockerignore").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    assert ignore[0] == "*"  # allow-list: everything else stays out
+    allowed = {line.removeprefix("!").rstrip("/") for line in ignore if line.startswith("!")}
+    copied = set()
+    for line in _dockerfile_lines():
+        if line.startswith("COPY"):
+            words = [w for w in line.split()[1:] if not w.startswith("--")]
+            copied |= set(words[:-1])  # sources; the last word is the destination
+    assert copied == allowed, (copied, allowed)
+
+
+def test_every_image_install_takes_the_constraints() -> None:
+    installs = [line for line in _dockerfile_lines() if "pip install" in line]
+    assert installs
+    for line in installs:
+        assert "-c constraints.txt" in line, line

@@ -72,13 +72,21 @@ def _pod_monitorings(plan: PlanResult) -> list[dict[str, Any]]:
     return [as_object(r.inputs) for r in plan.by_type(PODMONITORING_TYPE)]
 
 
+def _stack_pod_monitoring(stack: str) -> dict[str, Any]:
+    """The PodMonitoring of the stack's RayCluster (team namespaces have their own)."""
+    (rc,) = [as_object(r.inputs) for r in _plan(stack).by_type(RAYCLUSTER)]
+    (pm,) = [pm for pm in _pod_monitorings(_plan(stack))
+             if pm["metadata"]["namespace"] == rc["metadata"]["namespace"]]
+    return pm
+
+
 @pytest.mark.parametrize("stack", stack_files())
 def test_stack_pod_monitorings_validate_against_the_gmp_crd(stack: str) -> None:
-    (pm,) = _pod_monitorings(_plan(stack))
-    assert pm["apiVersion"] == "monitoring.googleapis.com/v1"
-    assert gmp_problems(pm) == []
+    for each in _pod_monitorings(_plan(stack)):  # the RayCluster's and each team's
+        assert each["apiVersion"] == "monitoring.googleapis.com/v1"
+        assert gmp_problems(each) == [], each["metadata"]
+    pm = _stack_pod_monitoring(stack)
     (rc,) = [as_object(r.inputs) for r in _plan(stack).by_type(RAYCLUSTER)]
-    assert pm["metadata"]["namespace"] == rc["metadata"]["namespace"]
     # The selector picks this RayCluster's head and workers by KubeRay's pod labels.
     sel = pm["spec"]["selector"]
     assert sel["matchLabels"] == {"ray.io/cluster": rc["metadata"]["name"]}
@@ -88,7 +96,7 @@ def test_stack_pod_monitorings_validate_against_the_gmp_crd(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", stack_files())
 def test_scraped_port_is_declared_on_every_ray_container(stack: str) -> None:
-    (pm,) = _pod_monitorings(_plan(stack))
+    pm = _stack_pod_monitoring(stack)
     ports = {e["port"] for e in pm["spec"]["endpoints"]}
     (rc,) = [as_object(r.inputs) for r in _plan(stack).by_type(RAYCLUSTER)]
     templates = [rc["spec"]["headGroupSpec"]["template"],

@@ -158,3 +158,45 @@ def test_ray_namespace_enforces_restricted(plans: dict[str, PlanResult]) -> None
     assert versions.POD_SECURITY_LEVEL == "restricted"
     for mode in ("enforce", "warn", "audit"):
         assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+
+
+# What writes where on a TPU host (read from each tool's source), as a path with $VARS and
+# the default a tool uses when the variable is unset. gcsfs writes nothing in a pod: its only
+# write is the browser-auth token cache ~/.gcs_tokens (gcsfs/credentials.py _save_tokens,
+# called from _connect_browser only; a failure there is a warning), and on GKE it
+# authenticates through the metadata server (google_default).
+WRITERS = [
+    ("Ray session dirs and logs", "/tmp/ray/session_latest/logs"),
+    ("Ray runtime_env (pip, conda, working_dir)", "/tmp/ray/session_latest/runtime_resources"),
+    ("Ray token file (authentication_token_setup.py)", "$HOME/.ray/auth_token"),
+    ("pip install --user (a runtime env's)", "$PYTHONUSERBASE/lib/python3.11/site-packages"),
+    ("pip cache", "$XDG_CACHE_HOME/pip"),
+    ("torch hub / torch_xla caches", "$XDG_CACHE_HOME/torch"),
+    ("torch inductor (tempfile.gettempdir())", "/tmp/torchinductor_ray"),
+    ("libtpu logs (TPU_LOG_DIR default)", "/tmp/tpu_logs"),
+    ("fsspec/gcsfs config, matplotlib, credential caches (XDG config)", "$XDG_CONFIG_HOME/x"),
+    ("XDG data and state", "$XDG_DATA_HOME/x"),
+    ("XDG state", "$XDG_STATE_HOME/x"),
+]
+DEFAULTS = {"HOME": versions.RAY_HOME, "XDG_CACHE_HOME": "$HOME/.cache",
+            "XDG_CONFIG_HOME": "$HOME/.config", "XDG_DATA_HOME": "$HOME/.local/share",
+            "XDG_STATE_HOME": "$HOME/.local/state", "PYTHONUSERBASE": "$HOME/.local"}
+
+
+def _resolve(path: str, env: dict[str, str]) -> str:
+    while "$" in path:
+        path = re.sub(r"\$(\w+)", lambda m: env.get(m[1], DEFAULTS[m[1]]), path)
+    return path
+
+
+@pytest.mark.parametrize("who, path", WRITERS, ids=[w for w, _ in WRITERS])
+def test_every_path_a_tpu_worker_writes_is_on_a_writable_volume(
+        plans: dict[str, PlanResult], who: str, path: str) -> None:
+    spec = _spec(plans["stack:prod"])
+    for w in spec["workerGroupSpecs"]:
+        (ray,) = w["template"]["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in ray["env"]}
+        mounts = [m["mountPath"] for m in ray["volumeMounts"]]
+        resolved = _resolve(path, env)
+        assert any(resolved == m or resolved.startswith(m + "/") for m in mounts), (
+            who, resolved, w["groupName"])

@@ -9,7 +9,7 @@ import pytest
 from ray_support import GSA, RAYCLUSTER, SAMPLES, plan_ray, run_program, semantic_problems
 from raytpu.components.ray_access import auth_secret_name
 from raytpu.components.ray_cluster_validation import args_problems, image_ray_version
-from raytpu.components.ray_pod_templates import worker_resources
+from raytpu.components.ray_pod_templates import WRITABLE_ENV, worker_resources
 from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.facts.catalog import GENERATIONS, slice_shape
 from raytpu.facts.machines import MACHINE_RESOURCES
@@ -74,7 +74,8 @@ def test_worker_pod_shape(sample_plans: dict[str, PlanResult]) -> None:
         ("metrics", 8080), ("megascale", 8081), ("tpu-metrics", 8431)}
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env == {"RAYTPU_CHECKPOINT_URI": "gs://acme-ml-dev-raytpu/runs",
-                   "TPU_ACCELERATOR_TYPE": "v4-16", "TPU_TOPOLOGY": "2x2x2"}
+                   "TPU_ACCELERATOR_TYPE": "v4-16", "TPU_TOPOLOGY": "2x2x2",
+                   **dict(WRITABLE_ENV)}  # HOME's writers pointed into the emptyDirs
     assert spec["serviceAccountName"] == "ray-workload"
     assert "app.kubernetes.io/name" not in w["template"]["metadata"]["labels"]
 

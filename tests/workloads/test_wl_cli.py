@@ -37,6 +37,8 @@ def _run(*args: str) -> tuple[int, str, str]:
         (["--model", "9b"], "--model: '9b' is not a model preset; valid: byte, tiny, small, 1b"),
         (["--framework", "mxnet"], "--framework: 'mxnet' is not one of torch, jax"),
         (["--framework", "jax"], "--framework jax: trains the Llama presets; add --model"),
+        (["--framework", "jax", "--model", "tiny", "--batch-per-host", "6"],
+         "--batch-per-host: 6 is not a multiple of the 4 chips per host of v4-16"),
         (["--model", "tiny", "--tokenizer", "vocab.txt"], "--tokenizer: 'vocab.txt' is not a"),
         (["--model", "tiny", "--tokenizer", "/none/t.json"], "--tokenizer: '/none/t.json' does "
                                                              "not exist"),
@@ -119,7 +121,7 @@ def test_submit_carries_every_trainer_flag(tmp_path: Path) -> None:
     # One non-default value per shared trainer flag: each must reach the job's launcher.
     stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v4-16"}])
     flags = ["--steps", "77", "--data", "gs://c/t", "--checkpoint-every", "7",
-             "--batch-per-host", "3", "--n-layers", "5", "--d-model", "96", "--n-heads", "6",
+             "--batch-per-host", "12", "--n-layers", "5", "--d-model", "96", "--n-heads", "6",
              "--seq-len", "64", "--lr", "0.0007", "--warmup-steps", "4", "--seed", "9",
              "--compile", "--log-every", "2", "--model", "small", "--no-fsdp", "--remat",
              "--tokenizer", "gs://c/tokenizer.json", "--framework", "jax"]
@@ -132,7 +134,7 @@ def test_submit_carries_every_trainer_flag(tmp_path: Path) -> None:
     cfg, _ = from_argv(shlex.split(json.loads(out)["entrypoint"])[3:])
     m, o = cfg.model, cfg.optim
     assert (cfg.steps, cfg.data, cfg.checkpoint_every, cfg.batch_per_host, cfg.seed,
-            cfg.compile, cfg.log_every) == (77, "gs://c/t", 7, 3, 9, True, 2)
+            cfg.compile, cfg.log_every) == (77, "gs://c/t", 7, 12, 9, True, 2)
     assert (m.n_layers, m.d_model, m.n_heads, m.seq_len) == (5, 96, 6, 64)
     assert (o.lr, o.warmup_steps) == (0.0007, 4)
     assert (cfg.preset, cfg.fsdp, cfg.remat, cfg.tokenizer, cfg.framework) == (
