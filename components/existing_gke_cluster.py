@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 from raytpu.components.gcp_resources import gke_cluster_lookup
 from raytpu.components.kubeconfig import kubernetes_provider, render_kubeconfig
 from raytpu.facts.names import LOCATION, PROJECT_ID, cluster_name_problem
+from raytpu.facts.problems import args_error
 
 # The outputs of a raytpu stack (``raytpu.program.stack.infra_outputs``) that name its cluster.
 STACK_OUTPUTS: Mapping[str, str] = {
@@ -58,24 +59,24 @@ class ExistingGkeClusterArgs:
 
     def __post_init__(self) -> None:
         if not PROJECT_ID.match(self.project):
-            raise ValueError(f"ExistingGkeClusterArgs.project: {self.project!r} is not a GCP "
+            raise args_error(self, "project", f"{self.project!r} is not a GCP "
                              "project ID")
         if isinstance(self.location, str) and not LOCATION.match(self.location):
-            raise ValueError(
-                f"ExistingGkeClusterArgs.location: {self.location!r} is neither a zone "
+            raise args_error(
+                self, "location", f"{self.location!r} is neither a zone "
                 "(us-central2-b) nor a region (us-central2)"
             )
         if isinstance(self.cluster_name, str):
             problem = cluster_name_problem(self.cluster_name)
             if problem:
-                raise ValueError(f"ExistingGkeClusterArgs.cluster_name: {problem}")
+                raise args_error(self, "cluster_name", problem)
         sa = self.node_service_account
         if isinstance(sa, str) and not (
             "@" in sa and sa.endswith(".gserviceaccount.com")
             and not sa.endswith("-compute@developer.gserviceaccount.com")
         ):
-            raise ValueError(
-                f"ExistingGkeClusterArgs.node_service_account: {sa!r} must be the email of a "
+            raise args_error(
+                self, "node_service_account", f"{sa!r} must be the email of a "
                 "least-privilege service account (not the Compute Engine default one)"
             )
 
@@ -91,7 +92,7 @@ class ExistingGkeClusterArgs:
         ``outputs`` maps these fields to other output names)."""
         missing = sorted(set(STACK_OUTPUTS) - set(outputs))
         if missing:
-            raise ValueError(f"ExistingGkeClusterArgs.from_stack: outputs lacks {missing}")
+            raise args_error(cls.__name__, "from_stack", f"outputs lacks {missing}")
         return cls(
             project=project,
             location=stack.require_output(outputs["location"]),

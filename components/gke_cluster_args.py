@@ -1,7 +1,8 @@
 """Inputs of :class:`~raytpu.components.GkeCluster` and their validation.
 
-Every check raises ``ValueError`` naming the Args field (``GkeClusterArgs.location: ...``);
-the stack program rewrites those names into stack key paths (``raytpu.config.key_paths``).
+Every check raises :class:`~raytpu.facts.problems.ArgsError` (a ``ValueError``) naming the
+Args field (``GkeClusterArgs.location: ...``); the stack program renders the same problem in
+stack key paths (``raytpu.config.key_paths.Keys``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from raytpu.facts.names import (
     cluster_name_problem,
     control_plane_cidr_problem,
 )
+from raytpu.facts.problems import args_error, ref
 from raytpu.facts.versions import version_tuple
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
@@ -75,13 +77,13 @@ class SystemPoolArgs:
 
     def __post_init__(self) -> None:
         if self.min_nodes < 1:
-            raise ValueError(f"SystemPoolArgs.min_nodes: {self.min_nodes} is below 1 (kube-system "
+            raise args_error(self, "min_nodes", f"{self.min_nodes} is below 1 (kube-system "
                              "and the operators need a node)")
         if self.max_nodes < self.min_nodes:
-            raise ValueError(f"SystemPoolArgs.max_nodes: {self.max_nodes} is below "
-                             f"SystemPoolArgs.min_nodes ({self.min_nodes})")
+            raise args_error(self, "max_nodes", f"{self.max_nodes} is below ", ref("min_nodes"),
+                             f" ({self.min_nodes})")
         if self.disk_size_gb < 10:
-            raise ValueError(f"SystemPoolArgs.disk_size_gb: {self.disk_size_gb} is below GKE's "
+            raise args_error(self, "disk_size_gb", f"{self.disk_size_gb} is below GKE's "
                              "minimum of 10 GB")
 
 
@@ -164,48 +166,49 @@ class GkeClusterArgs:
 
     def __post_init__(self) -> None:
         if not self.project:
-            raise ValueError("GkeClusterArgs.project: required")
+            raise args_error(self, "project", "required")
         if not LOCATION.match(self.location):
-            raise ValueError(
-                f"GkeClusterArgs.location: {self.location!r} is neither a zone (us-central2-b) "
+            raise args_error(
+                self, "location", f"{self.location!r} is neither a zone (us-central2-b) "
                 "nor a region (us-central2)"
             )
         problem = cluster_name_problem(self.cluster_name)
         if problem:
-            raise ValueError(f"GkeClusterArgs.cluster_name: {problem}")
+            raise args_error(self, "cluster_name", problem)
         if self.release_channel not in RELEASE_CHANNELS:
-            raise ValueError(
-                f"GkeClusterArgs.release_channel: {self.release_channel!r} is not valid; valid: "
+            raise args_error(
+                self, "release_channel", f"{self.release_channel!r} is not valid; valid: "
                 f"{', '.join(RELEASE_CHANNELS)}"
             )
-        for what, v in [("min_master_version", self.min_master_version), *(
-            (f"min_versions[{k!r}]", mv) for k, mv in self.min_versions.items()
-        )]:
-            if v is not None and not version_tuple(v):
-                raise ValueError(f"GkeClusterArgs.{what}: {v!r} is not a GKE version")
+        if self.min_master_version is not None and not version_tuple(self.min_master_version):
+            raise args_error(self, "min_master_version",
+                             f"{self.min_master_version!r} is not a GKE version")
+        for k, mv in self.min_versions.items():
+            if not version_tuple(mv):
+                raise args_error(self, "min_versions", f"{k!r}: {mv!r} is not a GKE version")
         problem = control_plane_cidr_problem(self.master_ipv4_cidr_block)
         if problem:
-            raise ValueError(f"GkeClusterArgs.master_ipv4_cidr_block: {problem}")
+            raise args_error(self, "master_ipv4_cidr_block", problem)
         for i, an in enumerate(self.master_authorized_networks):
             problem = cidr_problem(an.cidr_block)
             if problem:
-                raise ValueError(f"GkeClusterArgs.master_authorized_networks[{i}]: {problem}")
+                raise args_error(self, ("master_authorized_networks", i), problem)
         if not ACCOUNT_ID.match(self.account_id):
-            raise ValueError(
-                f"GkeClusterArgs.node_service_account_id: {self.account_id!r} must be 6-30 "
+            raise args_error(
+                self, "node_service_account_id", f"{self.account_id!r} must be 6-30 "
                 "lowercase letters, digits or '-', starting with a letter"
             )
         bad = [r for r in self.node_service_account_roles if r in _FORBIDDEN_ROLES]
         if bad:
-            raise ValueError(
-                f"GkeClusterArgs.node_service_account_roles: {', '.join(bad)} is not least "
+            raise args_error(
+                self, "node_service_account_roles", f"{', '.join(bad)} is not least "
                 "privilege; grant the specific roles the nodes need"
             )
         if self.security_group is not None and not SECURITY_GROUP.match(self.security_group):
-            raise ValueError(
-                f"GkeClusterArgs.security_group: {self.security_group!r} must be "
+            raise args_error(
+                self, "security_group", f"{self.security_group!r} must be "
                 "gke-security-groups@<your domain> (GKE Google Groups for RBAC)"
             )
         for tag in self.node_tags:
             if not DNS_LABEL.match(tag) or len(tag) > 63:
-                raise ValueError(f"GkeClusterArgs.node_tags: {tag!r} is not a valid network tag")
+                raise args_error(self, "node_tags", f"{tag!r} is not a valid network tag")

@@ -51,6 +51,7 @@ from raytpu.components.k8s_objects import (
 )
 from raytpu.components.ray_pod_templates import container_security_context, pod_security_context
 from raytpu.facts import versions
+from raytpu.facts.problems import ArgsError, args_error
 
 Mode = Literal["helm", "gke-addon"]
 MODES: tuple[str, ...] = ("helm", "gke-addon")
@@ -101,6 +102,11 @@ DEFAULT_OPERATOR_RESOURCES: Mapping[str, Any] = {
 }
 
 
+def _error(field: str, text: str) -> ArgsError:
+    # Bare field names (``namespace: ...``): the Args' words since they were first refused.
+    return args_error("", field, text)
+
+
 @dataclass(frozen=True)
 class KubeRayOperatorArgs:
     """Inputs of :class:`KubeRayOperator`."""
@@ -137,17 +143,17 @@ class KubeRayOperatorArgs:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise ValueError(f"mode: {self.mode!r} is not valid; valid: {', '.join(MODES)}")
+            raise _error("mode", f"{self.mode!r} is not valid; valid: {', '.join(MODES)}")
         if self.multi_host_indexing and self.webhook_image == versions.TPU_WEBHOOK_IMAGE.reference:
-            raise ValueError(
-                f"multi_host_indexing: the webhook image {self.webhook_image!r} predates "
+            raise _error(
+                "multi_host_indexing", f"the webhook image {self.webhook_image!r} predates "
                 f"{versions.TPU_WEBHOOK_MULTIHOST_INDEXING_FIX}: with the gate on its podAffinity "
                 "matches no pod and multi-host workers stay Pending")
         split_image(self.webhook_image)  # raises on a reference the chart cannot take
         if self.namespace in (WEBHOOK_NAMESPACE, CERT_MANAGER_NAMESPACE):
             # ray-system only exists once the webhook chart (installed after KubeRay) runs.
-            raise ValueError(f"namespace: {self.namespace!r} belongs to another chart; use a "
-                             "namespace of KubeRay's own (default kuberay-system)")
+            raise _error("namespace", f"{self.namespace!r} belongs to another chart; use a "
+                         "namespace of KubeRay's own (default kuberay-system)")
 
 
 @dataclass(frozen=True)
@@ -170,8 +176,8 @@ def split_image(reference: str) -> tuple[str, str]:
     name, at, digest = reference.partition("@")
     repo, colon, tag = name.rpartition(":")
     if not colon or not repo or "/" in tag or not tag:
-        raise ValueError(f"webhook_image: {reference!r} needs a tag (<repository>:<tag>"
-                         "[@sha256:...]): the webhook chart renders '<repository>:<tag>'")
+        raise _error("webhook_image", f"{reference!r} needs a tag (<repository>:<tag>"
+                     "[@sha256:...]): the webhook chart renders '<repository>:<tag>'")
     return repo, tag + at + digest
 
 

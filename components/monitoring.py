@@ -32,6 +32,7 @@ from raytpu.components.gcp_resources import MonitoringAlertPolicy, MonitoringDas
 from raytpu.components.k8s_objects import ObjectMeta
 from raytpu.components.ray_resources import _set_all
 from raytpu.facts.names import DNS_LABEL, tpu_pool_regex
+from raytpu.facts.problems import args_error
 from raytpu.facts.ray_metrics import MFU, TOKENS_PER_S
 from raytpu.facts.slice_group import SliceGroup
 
@@ -257,16 +258,16 @@ class FleetMonitoringArgs:
 
     def __post_init__(self) -> None:
         if not self.project:
-            raise ValueError("FleetMonitoringArgs.project: required")
+            raise args_error(self, "project", "required")
         if self.alert_after_seconds <= 0 or self.alert_after_seconds % 60:
-            raise ValueError(f"FleetMonitoringArgs.alert_after_seconds: "
+            raise args_error(self, "alert_after_seconds",
                              f"{self.alert_after_seconds} must be a positive multiple of 60")
         for g in self.slice_groups:
             if not DNS_LABEL.match(g.name):
-                raise ValueError(f"FleetMonitoringArgs.slice_groups: {g.name!r} is not a DNS "
+                raise args_error(self, "slice_groups", f"{g.name!r} is not a DNS "
                                  "label")
             if not 0 <= g.expected_slices <= g.max_slices:
-                raise ValueError(f"FleetMonitoringArgs.slice_groups[{g.name!r}]: expected "
+                raise args_error(self, "slice_groups", f"{g.name!r}: expected "
                                  f"{g.expected_slices} is outside 0..{g.max_slices}")
 
     @property

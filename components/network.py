@@ -33,6 +33,7 @@ from raytpu.components.gcp_resources import (
     ComputeSubnetwork,
 )
 from raytpu.facts.names import DNS_LABEL, REGION, cidr_problem, control_plane_cidr_problem
+from raytpu.facts.problems import Path, args_error, ref
 from raytpu.facts.versions import IAP_SOURCE_RANGE, Ports
 
 # Ports the slices of a multislice job use between TPU hosts: the megascale coordinator
@@ -43,27 +44,28 @@ RAY_ACCESS_PORTS: tuple[int, ...] = (Ports.RAY_DASHBOARD, Ports.RAY_CLIENT)
 
 
 
-def _check_name(what: str, value: str, max_len: int = 63) -> None:
+def _check_name(args: object, what: str, value: str, max_len: int = 63) -> None:
     if not DNS_LABEL.match(value) or len(value) > max_len:
-        raise ValueError(
-            f"{what}: {value!r} must be lowercase letters, digits and '-', start with a letter, "
-            f"not end with '-', at most {max_len} characters"
+        raise args_error(
+            args, what, f"{value!r} must be lowercase letters, digits and '-', start with a "
+            f"letter, not end with '-', at most {max_len} characters"
         )
 
 
-def _check_cidr(what: str, value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+def _check_cidr(args: object, what: str | Path,
+                value: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
     problem = cidr_problem(value)
     if problem:
-        raise ValueError(f"{what}: {problem}")
+        raise args_error(args, what, problem)
     return ipaddress.ip_network(value)
 
 
-def _check_ports(what: str, ports: Sequence[int]) -> None:
+def _check_ports(args: object, what: str, ports: Sequence[int]) -> None:
     if not ports:
-        raise ValueError(f"{what}: at least one port is required")
+        raise args_error(args, what, "at least one port is required")
     for p in ports:
         if not isinstance(p, int) or not 1 <= p <= 65535:
-            raise ValueError(f"{what}: {p!r} is not a TCP port (1-65535)")
+            raise args_error(args, what, f"{p!r} is not a TCP port (1-65535)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -86,7 +88,7 @@ class ExistingNetwork:
     def __post_init__(self) -> None:
         for what in ("network", "subnetwork", "pods_range_name", "services_range_name"):
             if not getattr(self, what):
-                raise ValueError(f"ExistingNetwork.{what}: required")
+                raise args_error(self, what, "required")
 
 
 @dataclass(frozen=True)
@@ -129,23 +131,23 @@ class NetworkArgs:
 
     def __post_init__(self) -> None:
         if not self.project:
-            raise ValueError("NetworkArgs.project: required")
+            raise args_error(self, "project", "required")
         if not REGION.match(self.region):
-            raise ValueError(f"NetworkArgs.region: {self.region!r} is not a GCP region "
+            raise args_error(self, "region", f"{self.region!r} is not a GCP region "
                              "(e.g. us-central2)")
-        _check_name("NetworkArgs.node_tag", self.node_tag)
-        _check_name("NetworkArgs.tpu_node_tag", self.tpu_node_tag)
+        _check_name(self, "node_tag", self.node_tag)
+        _check_name(self, "tpu_node_tag", self.tpu_node_tag)
         if self.master_ipv4_cidr_block is not None:
             problem = control_plane_cidr_problem(self.master_ipv4_cidr_block)
             if problem:
-                raise ValueError(f"NetworkArgs.master_ipv4_cidr_block: {problem}")
+                raise args_error(self, "master_ipv4_cidr_block", problem)
         if self.create:
             if self.existing is not None:
-                raise ValueError("NetworkArgs.existing: only used with create=False")
+                raise args_error(self, "existing", "only used with create=False")
             ranges = {
-                "subnet_cidr": _check_cidr("NetworkArgs.subnet_cidr", self.subnet_cidr),
-                "pods_cidr": _check_cidr("NetworkArgs.pods_cidr", self.pods_cidr),
-                "services_cidr": _check_cidr("NetworkArgs.services_cidr", self.services_cidr),
+                "subnet_cidr": _check_cidr(self, "subnet_cidr", self.subnet_cidr),
+                "pods_cidr": _check_cidr(self, "pods_cidr", self.pods_cidr),
+                "services_cidr": _check_cidr(self, "services_cidr", self.services_cidr),
             }
             if self.master_ipv4_cidr_block:
                 ranges["master_ipv4_cidr_block"] = ipaddress.ip_network(
@@ -155,16 +157,16 @@ class NetworkArgs:
             for i, (a, na) in enumerate(items):
                 for b, nb in items[i + 1:]:
                     if na.version == nb.version and na.overlaps(nb):
-                        raise ValueError(f"NetworkArgs.{a} {na} overlaps NetworkArgs.{b} {nb}")
+                        raise args_error(self, a, f"{na} overlaps ", ref(b), f" {nb}")
         elif self.existing is None:
-            raise ValueError(
-                "NetworkArgs.existing: required when create=False (network, subnetwork, "
+            raise args_error(
+                self, "existing", "required when create=False (network, subnetwork, "
                 "pods_range_name, services_range_name)"
             )
         for i, cidr in enumerate(self.ray_access_cidrs):
-            _check_cidr(f"NetworkArgs.ray_access_cidrs[{i}]", cidr)
-        _check_ports("NetworkArgs.webhook_ports", self.webhook_ports)
-        _check_ports("NetworkArgs.multislice_ports", self.multislice_ports)
+            _check_cidr(self, ("ray_access_cidrs", i), cidr)
+        _check_ports(self, "webhook_ports", self.webhook_ports)
+        _check_ports(self, "multislice_ports", self.multislice_ports)
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,7 +195,7 @@ class Network(pulumi.ComponentResource):
         if not isinstance(args, NetworkArgs):
             raise TypeError(f"Network {name!r}: args must be NetworkArgs, not {type(args)!r}")
         # Child names extend `name` by up to 20 characters; GCE names stop at 63.
-        _check_name(f"Network {name!r}: name", name, max_len=40)
+        _check_name(f"Network {name!r}", "name", name, max_len=40)
         super().__init__("raytpu:network:Network", name, None, opts)
         self.args = args
         self._base_name = name

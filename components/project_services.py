@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 from raytpu.components.gcp_resources import ProjectService
+from raytpu.facts.problems import args_error
 
 _API = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9-]+)*\.googleapis\.com$")
 
@@ -53,11 +54,11 @@ class ProjectServicesArgs:
 
     def __post_init__(self) -> None:
         if not self.project:
-            raise ValueError("ProjectServicesArgs.project: required")
+            raise args_error(self, "project", "required")
         for api in self.services:
             if not _API.match(api):
-                raise ValueError(
-                    f"ProjectServicesArgs.services: {api!r} is not a Google API name "
+                raise args_error(
+                    self, "services", f"{api!r} is not a Google API name "
                     "(e.g. container.googleapis.com)"
                 )
 

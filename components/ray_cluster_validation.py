@@ -10,8 +10,7 @@ name, so a longer one still works, but kuberay #2923 broke TPU_WORKER_HOSTNAMES 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import get_args
 
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs
@@ -19,6 +18,7 @@ from raytpu.components.ray_pod_templates import WEBHOOK_LABEL
 from raytpu.components.ray_resources import AuthMode
 from raytpu.facts import versions
 from raytpu.facts.names import DNS_LABEL, SLICE_GROUP_LABEL
+from raytpu.facts.problems import Path, Problem, Ref
 from raytpu.facts.versions import version_tuple
 
 MAX_NAME = 63  # DNS label: service names, host names, label values
@@ -36,97 +36,88 @@ OWN_RAY_RESOURCES = frozenset({"cpu", "gpu", "tpu", "memory"})
 _QUANTITY = re.compile(r"^(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 
 
-@dataclass(frozen=True)
-class ProblemKeys:
-    """How problems name the offending input: Args fields by default, config keys from
-    :func:`raytpu.program.ray_program.build_ray`."""
-
-    cluster_name: str = "cluster_name"
-    namespace: str = "namespace"
-    service_account: str = "service_account"
-    image: str = "image"
-    auth: str = "auth"
-    access_cidrs: str = "access_cidrs"
-    labels: str = "labels"
-    head_labels: str = "head_labels"
-    head_ray_resources: str = "head_ray_resources"
-    worker_group: Callable[[int], str] = field(default=lambda i: f"worker_groups[{i}]")
-
-
 def _digits(n: int) -> int:
     return len(str(max(n, 0)))
 
 
-def args_problems(args: TpuRayClusterArgs, keys: ProblemKeys | None = None) -> list[str]:
-    """Every reason ``args`` cannot make a working RayCluster, one sentence each."""
-    k = keys or ProblemKeys()
-    problems: list[str] = []
+def _problem(path: Path, *parts: str | Ref, item: str | None = None) -> Problem:
+    # Bare field paths (``worker_groups[0].name``): the composed program's words.
+    return Problem("", path, parts, item)
+
+
+def args_problems(args: TpuRayClusterArgs) -> list[Problem]:
+    """Every reason ``args`` cannot make a working RayCluster, one sentence each, naming
+    the Args fields (``str()``) or, rendered with a key map, the stack's keys."""
+    problems: list[Problem] = []
     c = args.cluster_name
     if not DNS_LABEL.match(c):
-        problems.append(f"{k.cluster_name}: {c!r} must be a DNS label "
-                        "(lowercase letters, digits, '-', starting with a letter)")
-    for key, value in ((k.namespace, args.namespace), (k.service_account, args.service_account)):
+        problems.append(_problem(("cluster_name",), f"{c!r} must be a DNS label "
+                                 "(lowercase letters, digits, '-', starting with a letter)"))
+    for field, value in (("namespace", args.namespace), ("service_account", args.service_account)):
         if not DNS_LABEL.match(value) or len(value) > MAX_NAME:
-            problems.append(f"{key}: {value!r} must be a DNS label of at most {MAX_NAME} "
-                            "characters")
+            problems.append(_problem((field,), f"{value!r} must be a DNS label of at most "
+                                     f"{MAX_NAME} characters"))
     if len(c) + _HEADLESS_SUFFIX > MAX_NAME:
-        problems.append(f"{k.cluster_name}: {c!r} ({len(c)} characters) is too long for the "
-                        f"headless service '{c}-headless'; at most "
-                        f"{MAX_NAME - _HEADLESS_SUFFIX} characters")
+        problems.append(_problem(("cluster_name",), f"{c!r} ({len(c)} characters) is too long "
+                                 f"for the headless service '{c}-headless'; at most "
+                                 f"{MAX_NAME - _HEADLESS_SUFFIX} characters"))
     if not args.worker_groups:
-        problems.append(f"{k.worker_group(0)}: at least one worker group is required")
+        problems.append(_problem(("worker_groups", 0), "at least one worker group is required"))
     seen: set[str] = set()
     for i, s in enumerate(args.worker_groups):
-        key = f"{k.worker_group(i)}.name"
+        group: Path = ("worker_groups", i)
+        name: Path = (*group, "name")
         g = s.name
         if not DNS_LABEL.match(g):
-            problems.append(f"{key}: {g!r} must be a DNS label")
+            problems.append(_problem(name, f"{g!r} must be a DNS label"))
         if g in seen or g == "head":
-            problems.append(f"{key}: {g!r} is already used; group names must be unique "
-                            "(and not 'head')")
+            problems.append(_problem(name, f"{g!r} is already used; group names must be unique "
+                                     "(and not 'head')"))
         seen.add(g)
         pod_name = len(c) + 1 + len(g) + _WORKER_POD_SUFFIX
         if pod_name > MAX_NAME:
-            problems.append(
-                f"{key}: {g!r} with {k.cluster_name} {c!r} makes worker pod names of {pod_name} "
-                f"characters ('{c}-{g}-worker-xxxxx'); keep len(cluster name) + len(group name) "
-                f"<= {MAX_NAME - 1 - _WORKER_POD_SUFFIX}")
+            problems.append(_problem(
+                name, f"{g!r} with ", Ref(("cluster_name",)), f" {c!r} makes worker pod names "
+                f"of {pod_name} characters ('{c}-{g}-worker-xxxxx'); keep len(cluster name) + "
+                f"len(group name) <= {MAX_NAME - 1 - _WORKER_POD_SUFFIX}"))
         host = len(g) + 2 + _digits(s.max_slices - 1) + _digits(s.shape.hosts - 1)
         if host > MAX_NAME:
-            problems.append(f"{key}: {g!r} makes TPU host names of {host} characters "
-                            f"('{g}-<replica>-<worker>'); at most {MAX_NAME}")
+            problems.append(_problem(name, f"{g!r} makes TPU host names of {host} characters "
+                                     f"('{g}-<replica>-<worker>'); at most {MAX_NAME}"))
         if not 0 <= s.min_slices <= s.initial_slices <= s.max_slices or s.max_slices < 1:
-            problems.append(f"{k.worker_group(i)}: slices min {s.min_slices} <= initial "
-                            f"{s.initial_slices} <= max {s.max_slices} (max >= 1) does not hold")
+            problems.append(_problem(group, f"slices min {s.min_slices} <= initial "
+                                     f"{s.initial_slices} <= max {s.max_slices} (max >= 1) does "
+                                     "not hold"))
         if args.tpu_pools is not None:
             selector = s.shape.node_selector
             if not any(all(labels.get(lk) == lv for lk, lv in selector.items())
                        for labels in args.tpu_pools.values()):
                 pools = ", ".join(f"{n} {dict(lb)}" for n, lb in args.tpu_pools.items()) or "none"
-                problems.append(f"{k.worker_group(i)}: no TPU node pool has the labels {selector} "
-                                f"that group {g!r} selects; pools: {pools}")
-        problems += ray_labels_problems(f"{k.worker_group(i)}.labels", s.labels)
-        problems += ray_resources_problems(f"{k.worker_group(i)}.rayResources", s.ray_resources)
-    problems += ray_labels_problems(k.head_labels, args.head_labels)
-    problems += ray_resources_problems(k.head_ray_resources, args.head_ray_resources)
+                problems.append(_problem(group, f"no TPU node pool has the labels {selector} "
+                                         f"that group {g!r} selects; pools: {pools}"))
+        problems += ray_labels_problems((*group, "labels"), s.labels)
+        problems += ray_resources_problems((*group, "ray_resources"), s.ray_resources)
+    problems += ray_labels_problems(("head_labels",), args.head_labels)
+    problems += ray_resources_problems(("head_ray_resources",), args.head_ray_resources)
     if WEBHOOK_LABEL in args.labels:
-        problems.append(f"{k.labels}: must not set {WEBHOOK_LABEL!r}: the KubeRay TPU webhook "
-                        "only mutates pods whose value KubeRay sets ('kuberay')")
+        problems.append(_problem(("labels",), f"must not set {WEBHOOK_LABEL!r}: the KubeRay TPU "
+                                 "webhook only mutates pods whose value KubeRay sets ('kuberay')"))
     if args.dashboard_internal_lb and not args.access_cidrs:
-        problems.append(f"{k.access_cidrs}: required with the dashboard internal load balancer "
-                        "(otherwise every address in the VPC can reach the Ray dashboard and "
-                        "client)")
+        problems.append(_problem(("access_cidrs",), "required with the dashboard internal load "
+                                 "balancer (otherwise every address in the VPC can reach the Ray "
+                                 "dashboard and client)"))
     if args.auth not in get_args(AuthMode):
-        problems.append(f"{k.auth}: {args.auth!r} is not an auth mode; "
-                        f"valid: {', '.join(get_args(AuthMode))}")
+        problems.append(_problem(("auth",), f"{args.auth!r} is not an auth mode; "
+                                 f"valid: {', '.join(get_args(AuthMode))}"))
     elif args.auth == "token" and (version_tuple(args.ray_version)
                                    < version_tuple(versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH)):
-        problems.append(f"{k.auth}: 'token' needs Ray >= {versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH}"
-                        f", rayVersion is {args.ray_version}; upgrade Ray or set 'disabled'")
+        problems.append(_problem(("auth",), "'token' needs Ray >= "
+                                 f"{versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH}, rayVersion is "
+                                 f"{args.ray_version}; upgrade Ray or set 'disabled'"))
     tag = image_ray_version(args.image) if isinstance(args.image, str) else None
     if tag is not None and tag != args.ray_version:
-        problems.append(f"{k.image}: {args.image!r} carries Ray {tag} but rayVersion is "
-                        f"{args.ray_version}; they must agree")
+        problems.append(_problem(("image",), f"{args.image!r} carries Ray {tag} but rayVersion "
+                                 f"is {args.ray_version}; they must agree"))
     return problems
 
 
@@ -154,32 +145,34 @@ def image_is_pinned(image: str) -> bool:
     return bool(name) and "/" not in tag and tag not in ("", "latest")
 
 
-def ray_labels_problems(key: str, labels: Mapping[str, str]) -> list[str]:
+def ray_labels_problems(path: Path, labels: Mapping[str, str]) -> list[Problem]:
     """Problems of Ray node labels a group declares (KubeRay ``validateRayGroupLabels``:
     Kubernetes label syntax; and what would break Ray or the TPU webhook)."""
     problems = []
     for name, value in labels.items():
         if not _LABEL_KEY.match(name) or len(name) > 316:
-            problems.append(f"{key}.{name}: not a Kubernetes label key")
+            problems.append(_problem(path, "not a Kubernetes label key", item=name))
         elif name.startswith("ray.io/"):
-            problems.append(f"{key}.{name}: 'ray.io/' labels are Ray's own (a user label "
-                            "overrides Ray's TPU labels, e.g. ray.io/tpu-worker-id)")
+            problems.append(_problem(path, "'ray.io/' labels are Ray's own (a user label "
+                                     "overrides Ray's TPU labels, e.g. ray.io/tpu-worker-id)",
+                                     item=name))
         elif name in (WEBHOOK_LABEL, SLICE_GROUP_LABEL):
-            problems.append(f"{key}.{name}: set by raytpu (the TPU webhook and the "
-                            "autoscaler's capacity requests select by it)")
+            problems.append(_problem(path, "set by raytpu (the TPU webhook and the autoscaler's "
+                                     "capacity requests select by it)", item=name))
         if not isinstance(value, str) or not _LABEL_VALUE.match(value):
-            problems.append(f"{key}.{name}: {value!r} is not a Kubernetes label value "
-                            "(at most 63 letters, digits, '-', '_', '.')")
+            problems.append(_problem(path, f"{value!r} is not a Kubernetes label value "
+                                     "(at most 63 letters, digits, '-', '_', '.')", item=name))
     return problems
 
 
-def ray_resources_problems(key: str, resources: Mapping[str, str]) -> list[str]:
+def ray_resources_problems(path: Path, resources: Mapping[str, str]) -> list[Problem]:
     """Problems of extra Ray logical resources a group declares."""
     problems = []
     for name, value in resources.items():
         if name.lower() in OWN_RAY_RESOURCES or re.match(r"^TPU-.*-head$", name):
-            problems.append(f"{key}.{name}: set by raytpu from the slice shape; valid: "
-                            "your own resource names")
+            problems.append(_problem(path, "set by raytpu from the slice shape; valid: your own "
+                                     "resource names", item=name))
         if not isinstance(value, str) or not _QUANTITY.match(value):
-            problems.append(f"{key}.{name}: {value!r} is not a quantity (e.g. 1, 0.5, 100)")
+            problems.append(_problem(path, f"{value!r} is not a quantity (e.g. 1, 0.5, 100)",
+                                     item=name))
     return problems

@@ -128,7 +128,7 @@ def rayjob_problems(args: TpuRayJobArgs) -> list[str]:
     if not args.entrypoint.strip():
         problems.append("entrypoint: empty")
     cluster = job_cluster_args(args)
-    problems += [p.replace(cluster.cluster_name, f"{args.name}-<5 characters>")
+    problems += [str(p).replace(cluster.cluster_name, f"{args.name}-<5 characters>")
                  for p in args_problems(cluster)]
     return problems
 

@@ -21,6 +21,7 @@ from raytpu.components.gcp_resources import (
     ArtifactRegistryRepositoryIamMember,
 )
 from raytpu.facts.names import DNS_LABEL, REGION
+from raytpu.facts.problems import args_error
 
 READER_ROLE = "roles/artifactregistry.reader"
 
@@ -47,15 +48,15 @@ class ImageRegistryArgs:
 
     def __post_init__(self) -> None:
         if not self.project:
-            raise ValueError("ImageRegistryArgs.project: required")
+            raise args_error(self, "project", "required")
         if not REGION.match(self.location):
-            raise ValueError(
-                f"ImageRegistryArgs.location: {self.location!r} is not a GCP region "
+            raise args_error(
+                self, "location", f"{self.location!r} is not a GCP region "
                 "(e.g. us-central2)"
             )
         if not DNS_LABEL.match(self.repository_id) or len(self.repository_id) > 63:
-            raise ValueError(
-                f"ImageRegistryArgs.repository_id: {self.repository_id!r} must be lowercase "
+            raise args_error(
+                self, "repository_id", f"{self.repository_id!r} must be lowercase "
                 "letters, digits and '-', starting with a letter (at most 63)"
             )
 
@@ -151,9 +152,9 @@ class TrainerImageArgs:
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9]+([._-][a-z0-9]+)*", self.name):
-            raise ValueError(f"TrainerImageArgs.name: {self.name!r} is not an image name")
+            raise args_error(self, "name", f"{self.name!r} is not an image name")
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", self.tag):
-            raise ValueError(f"TrainerImageArgs.tag: {self.tag!r} is not a Docker tag")
+            raise args_error(self, "tag", f"{self.tag!r} is not a Docker tag")
 
 
 def _project_path(path: str) -> str:

@@ -29,6 +29,7 @@ from raytpu.components.gcp_resources import (
     StorageBucketIamMember,
 )
 from raytpu.facts.names import ACCOUNT_ID, K8S_NAME
+from raytpu.facts.problems import args_error
 
 _BUCKET = re.compile(r"^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$")
 # Object prefixes the IAM condition quotes: no quote or backslash can end the CEL string.
@@ -101,40 +102,40 @@ class CheckpointStorageArgs:
 
     def __post_init__(self) -> None:
         if not self.project:
-            raise ValueError("CheckpointStorageArgs.project: required")
+            raise args_error(self, "project", "required")
         if (
             not _BUCKET.match(self.bucket_name)
             or self.bucket_name.startswith("goog")
             or ".." in self.bucket_name
         ):
-            raise ValueError(
-                f"CheckpointStorageArgs.bucket_name: {self.bucket_name!r} is not a valid bucket "
+            raise args_error(
+                self, "bucket_name", f"{self.bucket_name!r} is not a valid bucket "
                 "name (3-63 lowercase letters, digits, '-', '_', '.'; not starting with 'goog')"
             )
         if not self.location:
-            raise ValueError("CheckpointStorageArgs.location: required")
+            raise args_error(self, "location", "required")
         for what, value in (("namespace", self.namespace), ("ksa_name", self.ksa_name)):
             if not K8S_NAME.match(value) or len(value) > 63:
-                raise ValueError(
-                    f"CheckpointStorageArgs.{what}: {value!r} is not a Kubernetes name"
+                raise args_error(
+                    self, what, f"{value!r} is not a Kubernetes name"
                 )
         if not ACCOUNT_ID.match(self.gsa_account_id):
-            raise ValueError(
-                f"CheckpointStorageArgs.gsa_account_id: {self.gsa_account_id!r} must be 6-30 "
+            raise args_error(
+                self, "gsa_account_id", f"{self.gsa_account_id!r} must be 6-30 "
                 "lowercase letters, digits or '-', starting with a letter"
             )
         if self.object_prefix is not None and not _PREFIX.match(self.object_prefix):
-            raise ValueError(
-                f"CheckpointStorageArgs.object_prefix: {self.object_prefix!r} must be "
+            raise args_error(
+                self, "object_prefix", f"{self.object_prefix!r} must be "
                 "lowercase letters, digits, '-', '_', '/' and end with '/'"
             )
         if self.retention_days < 1:
-            raise ValueError(
-                f"CheckpointStorageArgs.retention_days: {self.retention_days} must be >= 1"
+            raise args_error(
+                self, "retention_days", f"{self.retention_days} must be >= 1"
             )
         if self.noncurrent_versions < 0:
-            raise ValueError(
-                f"CheckpointStorageArgs.noncurrent_versions: {self.noncurrent_versions} must "
+            raise args_error(
+                self, "noncurrent_versions", f"{self.noncurrent_versions} must "
                 "be >= 0"
             )
 

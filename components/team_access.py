@@ -36,6 +36,7 @@ from raytpu.components.k8s_objects import (
     pod_security_labels,
 )
 from raytpu.facts.names import DNS_LABEL
+from raytpu.facts.problems import args_error
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLE_NAME = "raytpu-team-member"  # the Role and its RoleBinding, one per team namespace
@@ -85,9 +86,9 @@ class TeamAccessArgs:
         for what, value in (("namespace", self.namespace),
                             ("service_account", self.service_account)):
             if not DNS_LABEL.match(value) or len(value) > 63:
-                raise ValueError(f"TeamAccessArgs.{what}: {value!r} is not a DNS label")
+                raise args_error(self, what, f"{value!r} is not a DNS label")
         if not self.members:
-            raise ValueError("TeamAccessArgs.members: at least one member")
+            raise args_error(self, "members", "at least one member")
         for member in self.members:
             rbac_subject(member)
 

@@ -25,6 +25,7 @@ from raytpu.components.ray_groups import group_summary, ray_cluster_spec
 from raytpu.components.ray_pod_templates import HEAD_PORTS
 from raytpu.components.ray_resources import RayCluster
 from raytpu.facts import versions
+from raytpu.facts.problems import ArgsError
 
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
 ILB_ANNOTATION = "networking.gke.io/load-balancer-type"
@@ -46,7 +47,7 @@ class TpuRayCluster(pulumi.ComponentResource):
     ) -> None:
         problems = args_problems(args)
         if problems:  # before registering anything, the component included
-            raise ValueError("\n".join(problems))
+            raise ArgsError(problems)
         super().__init__("raytpu:ray:TpuRayCluster", name, None, opts)
         self.args = args
         if isinstance(args.image, str) and not image_is_pinned(args.image):

@@ -34,6 +34,7 @@ from raytpu.facts.names import (
     ZONE,
     tpu_pool_names,
 )
+from raytpu.facts.problems import args_error
 from raytpu.facts.slice_group import SliceGroup
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -54,8 +55,8 @@ class SliceAutoscaling:
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_slices <= self.max_slices or self.max_slices < 1:
-            raise ValueError(
-                f"SliceAutoscaling: need 0 <= min_slices ({self.min_slices}) <= max_slices "
+            raise args_error(
+                self, (), f"need 0 <= min_slices ({self.min_slices}) <= max_slices "
                 f"({self.max_slices}) and max_slices >= 1"
             )
 
@@ -109,56 +110,56 @@ class TpuSlicePoolArgs:
             )
         gen = self.shape.generation
         if gen.name not in GENERATIONS:
-            raise ValueError(f"TpuSlicePoolArgs.shape: TPU generation {gen.name!r} is not "
+            raise args_error(self, "shape", f"TPU generation {gen.name!r} is not "
                              f"supported; supported: {', '.join(GENERATIONS)}")
         if self.shape.chips % self.shape.chips_per_vm or self.shape.hosts < 1:
-            raise ValueError(
-                f"TpuSlicePoolArgs.shape: {self.shape.topology} does not split into "
+            raise args_error(
+                self, "shape", f"{self.shape.topology} does not split into "
                 f"{self.shape.chips_per_vm}-chip VMs"
             )
         if self.shape.multi_host and self.shape.chips_per_vm != gen.multi_host_chips_per_vm:
-            raise ValueError(
-                f"TpuSlicePoolArgs.shape: multi-host {self.shape.accelerator_type} needs "
+            raise args_error(
+                self, "shape", f"multi-host {self.shape.accelerator_type} needs "
                 f"{gen.machine_types[gen.multi_host_chips_per_vm]}, not {self.shape.machine_type}"
             )
         m = ZONE.match(self.zone)
         if not m:
-            raise ValueError(f"TpuSlicePoolArgs.zone: {self.zone!r} is not a GCP zone "
+            raise args_error(self, "zone", f"{self.zone!r} is not a GCP zone "
                              "(e.g. us-central2-b)")
         if self.location is not None and self.location not in (self.zone, m.group(1)):
-            raise ValueError(
-                f"TpuSlicePoolArgs.location: {self.location!r} must be the zone {self.zone!r} or "
+            raise args_error(
+                self, "location", f"{self.location!r} must be the zone {self.zone!r} or "
                 f"its region {m.group(1)!r}"
             )
         if not self.project:
-            raise ValueError("TpuSlicePoolArgs.project: required")
+            raise args_error(self, "project", "required")
         if self.slices < 0 or (self.autoscaling is None and self.slices < 1):
-            raise ValueError(f"TpuSlicePoolArgs.slices: {self.slices} must be >= 1")
+            raise args_error(self, "slices", f"{self.slices} must be >= 1")
         if self.autoscaling is not None and not (
             self.autoscaling.min_slices <= self.slices <= self.autoscaling.max_slices
         ):
-            raise ValueError(
-                f"TpuSlicePoolArgs.slices: {self.slices} slices at start is outside autoscaling "
+            raise args_error(
+                self, "slices", f"{self.slices} slices at start is outside autoscaling "
                 f"[{self.autoscaling.min_slices}, {self.autoscaling.max_slices}]"
             )
         if self.spot and self.reservation:
-            raise ValueError(
-                "TpuSlicePoolArgs: spot and reservation exclude each other (Spot VMs do not "
+            raise args_error(
+                self, (), "spot and reservation exclude each other (Spot VMs do not "
                 "consume reservations); pick one"
             )
         if self.reservation is not None and not self.reservation.strip():
-            raise ValueError("TpuSlicePoolArgs.reservation: empty name")
+            raise args_error(self, "reservation", "empty name")
         if not 8 <= self.max_pods_per_node <= 256:
-            raise ValueError(
-                f"TpuSlicePoolArgs.max_pods_per_node: {self.max_pods_per_node} is outside 8-256"
+            raise args_error(
+                self, "max_pods_per_node", f"{self.max_pods_per_node} is outside 8-256"
             )
         for tag in self.node_tags:
             if not DNS_LABEL.match(tag) or len(tag) > 63:
-                raise ValueError(f"TpuSlicePoolArgs.node_tags: {tag!r} is not a valid network tag")
+                raise args_error(self, "node_tags", f"{tag!r} is not a valid network tag")
         for key, value in self.resource_labels.items():
             if not LABEL_KEY.match(key) or not LABEL_VALUE.match(value):
-                raise ValueError(
-                    f"TpuSlicePoolArgs.resource_labels: {key!r}: {value!r} is not a GCE label "
+                raise args_error(
+                    self, "resource_labels", f"{key!r}: {value!r} is not a GCE label "
                     "(lowercase letters, digits, '_', '-'; at most 63; keys start with a letter)"
                 )
 

@@ -34,7 +34,7 @@ COMPONENT_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("ray cluster name too long", {"raytpu:ray": {"clusterName": "r" * 60}},
      "raytpu:ray.clusterName: "),
     ("overlapping ranges", {"raytpu:network": {"podsCidr": "10.0.0.0/14"}},
-     "raytpu:network.subnetCidr 10.0.0.0/20 overlaps raytpu:network.podsCidr 10.0.0.0/14"),
+     "raytpu:network.subnetCidr: 10.0.0.0/20 overlaps raytpu:network.podsCidr 10.0.0.0/14"),
 ]
 
 runner = CliRunner()
@@ -76,15 +76,23 @@ def test_every_command_refuses_what_a_component_refuses(
 
 
 def test_config_and_component_problems_come_in_one_report(tmp_path: Path) -> None:
-    raw = {**BASE, "raytpu:cluster": {"systemPool": {"minNodes": 5, "maxNodes": 2}},
-           "raytpu:kuberay": {"version": "latest"}}
-    lines = _refused_alike(_run(tmp_path, raw)).splitlines()
-    assert lines == [
-        "error: raytpu:kuberay.version: 'latest' is not a version (e.g. 1.7.0, "
-        "1.31.2-gke.1115000)",
+    # A key the config's models refuse, and one only the system pool's Args refuse.
+    raw = {**BASE, "raytpu:cluster": {"releaseChannel": "NOPE",
+                                      "systemPool": {"minNodes": 5, "maxNodes": 2}}}
+    assert _refused_alike(_run(tmp_path, raw)).splitlines() == [
+        "error: raytpu:cluster.releaseChannel: 'NOPE' is not valid; valid: 'RAPID', "
+        "'REGULAR', 'STABLE'",
         "error: raytpu:cluster.systemPool.maxNodes: 2 is below "
         "raytpu:cluster.systemPool.minNodes (5)",
-    ]  # and nothing that only follows from the bad version (the auth rule compares it)
+    ]
+    # A value the config's rules refuse, and one only the RayCluster's Args refuse.
+    raw = {**BASE, "raytpu:kuberay": {"version": "latest"}, "raytpu:ray": {"clusterName": "r" * 50}}
+    lines = _refused_alike(_run(tmp_path, raw)).splitlines()
+    assert lines[0] == ("error: raytpu:kuberay.version: 'latest' is not a version (e.g. 1.7.0, "
+                        "1.31.2-gke.1115000)")
+    assert lines[1].startswith("error: raytpu:slices[0].name: 'train' with raytpu:ray.clusterName ")
+    # and nothing that only follows from the bad version (the auth rule compares it)
+    assert not [line for line in lines if line.startswith("error: raytpu:ray.auth")]
 
 
 def test_a_good_stack_is_accepted_by_every_command_that_reads_it_offline(tmp_path: Path) -> None:

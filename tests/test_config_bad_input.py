@@ -9,17 +9,19 @@ this file. Then the file level: YAML syntax errors, invalid UTF-8, duplicate key
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import annotated_types
 import pytest
 import yaml
 from pydantic import BaseModel, BeforeValidator
+from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from raytpu.config.stack import ConfigError, StackConfig
 from raytpu.config.validate import parse_stack_config
@@ -43,25 +45,32 @@ def _unwrap(ann: Any) -> Any:
 
 
 def _is_model(ann: Any) -> bool:
-    return isinstance(ann, type) and issubclass(ann, BaseModel)
+    """A stack model, or a component's Args dataclass a stack key is made of."""
+    return isinstance(ann, type) and (issubclass(ann, BaseModel) or dataclasses.is_dataclass(ann))
 
 
-def _key(name: str, f: FieldInfo) -> str:
-    return f.alias or name
+def _fields(model: type) -> Iterator[tuple[str, Any, FieldInfo]]:
+    """(stack key, annotation, field info) of a model's or an Args dataclass's fields."""
+    if dataclasses.is_dataclass(model):
+        hints = get_type_hints(model)
+        for f in dataclasses.fields(model):
+            yield to_camel(f.name), hints[f.name], FieldInfo()
+        return
+    for name, f in model.model_fields.items():  # type: ignore[attr-defined]
+        if name != "stack":  # the stack's name, not a config key
+            yield f.alias or name, f.annotation, f
 
 
-def walk(model: type[BaseModel], prefix: tuple[str | int, ...] = ()
+def walk(model: type, prefix: tuple[str | int, ...] = ()
          ) -> Iterator[tuple[tuple[str | int, ...], Any, FieldInfo]]:
     """Every field of ``model`` and its sub-models: (key path, annotation, field info)."""
-    for name, f in model.model_fields.items():
-        if name == "stack":  # the stack's name, not a config key
-            continue
-        path = (*prefix, _key(name, f))
-        ann = _unwrap(f.annotation)
+    for key, annotation, f in _fields(model):
+        path = (*prefix, key)
+        ann = _unwrap(annotation)
         yield path, ann, f
         if _is_model(ann):
             yield from walk(ann, path)
-        elif get_origin(ann) is list and _is_model(get_args(ann)[0]):
+        elif get_origin(ann) in (list, tuple) and _is_model(get_args(ann)[0]):
             yield from walk(get_args(ann)[0], (*path, 0))
 
 
@@ -107,7 +116,7 @@ def bad_values(ann: Any, f: FieldInfo) -> list[tuple[Any, str]]:
         return [("no-such-choice", ""), (1, "")]
     if _is_model(ann):
         return [("a-string", ""), ({"noSuchKey": 1}, ".noSuchKey")]
-    if origin is list:
+    if origin in (list, tuple):
         out = [("a-string", "")]
         item = get_args(ann)[0]
         if item is str:

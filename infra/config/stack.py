@@ -1,6 +1,18 @@
 """Stack configuration: the typed models a stack file is parsed into (once, at the edge;
 :func:`raytpu.config.validate.parse_stack_config` parses and checks).
 
+Where a stack key is exactly a component's input, its type *is* the component's Args
+(``raytpu:cluster.systemPool`` is :class:`~raytpu.components.SystemPoolArgs`,
+``masterAuthorizedNetworks[]`` :class:`~raytpu.components.AuthorizedNetwork`,
+``raytpu:network.existing`` :class:`~raytpu.components.ExistingNetwork`): the stack is parsed
+in JSON mode, so pydantic builds those dataclasses from the camelCase keys, strictly, and
+their own checks run once, as the stack is parsed.
+
+A section whose keys feed one component (``raytpu:cluster`` -> ``GkeClusterArgs``) names that
+Args class (``args``): its keys are the Args fields of the same name and default, and the
+Args are built from it by name (:mod:`raytpu.config.schema`); ``config_only`` lists the keys
+that are the stack's own.
+
 The input is the flat ``config:`` map of a ``stacks/Pulumi.<stack>.yaml`` file
 (``{"gcp:project": ..., "raytpu:zone": ..., "raytpu:slices": [...]}``). Every problem
 becomes one line naming the key path, the bad value and the valid choices; nothing
@@ -11,9 +23,22 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
+from raytpu.components import (
+    AuthorizedNetwork,
+    CheckpointStorageArgs,
+    ExistingNetwork,
+    FleetMonitoringArgs,
+    GkeClusterArgs,
+    ImageRegistryArgs,
+    KubeRayOperatorArgs,
+    NetworkArgs,
+    SystemPoolArgs,
+    TpuRayClusterArgs,
+    TrainerImageArgs,
+)
 from raytpu.config.base import ConfigModel as _Model
 from raytpu.config.base import Quantity
 from raytpu.config.jobs import JobConfig
@@ -88,34 +113,23 @@ class SliceGroupConfig(_Model):
                           elastic=self.elastic, spot=self.spot, reservation=self.reservation)
 
 
-class AuthorizedNetwork(_Model):
-    cidr_block: str
-    display_name: str = "allowed"
-
-
-class SystemPool(_Model):
-    """The CPU node pool for kube-system, the operators and the Ray head."""
-
-    # Ranges are checked once, by raytpu.components.SystemPoolArgs.
-    machine_type: str = "n2-standard-8"
-    min_nodes: int = 1
-    max_nodes: int = 3
-    disk_size_gb: int = 100
-
-
 class ClusterConfig(_Model):
+    args: ClassVar[type] = GkeClusterArgs
+    config_only: ClassVar[frozenset[str]] = frozenset({"name", "regional"})
+
     name: str = "raytpu"
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     min_master_version: str | None = None
     regional: bool = False
     deletion_protection: bool = True
     master_ipv4_cidr_block: str = "172.16.0.32/28"
-    master_authorized_networks: list[AuthorizedNetwork] = []
+    master_authorized_networks: tuple[AuthorizedNetwork, ...] = ()
     private_endpoint: bool = False
     dns_endpoint: bool = False
     """Allow outside traffic on GKE's DNS-based control-plane endpoint (IAM-authorized);
     the kubeconfig and the Kubernetes provider use it."""
-    system_pool: SystemPool = SystemPool()
+    system_pool: SystemPoolArgs = SystemPoolArgs()
+    """The component's own Args (camelCase keys), checked by them as the stack is parsed."""
     dataplane_v2: bool = True
     """GKE Dataplane V2, which enforces the NetworkPolicies. Set at creation: changing it
     replaces the cluster."""
@@ -123,24 +137,23 @@ class ClusterConfig(_Model):
     """``gke-security-groups@<domain>``: lets RBAC bindings name Google Groups."""
 
 
-class ExistingNetwork(_Model):
-    network: str
-    subnetwork: str
-    pods_range_name: str
-    services_range_name: str
-
-
 class NetworkConfig(_Model):
+    args: ClassVar[type] = NetworkArgs
+    config_only: ClassVar[frozenset[str]] = frozenset()
+
     create: bool = True
     subnet_cidr: str = "10.0.0.0/20"
     pods_cidr: str = "10.16.0.0/14"
     services_cidr: str = "10.20.0.0/20"
     existing: ExistingNetwork | None = None
     iap_ssh: bool = False
-    ray_access_cidrs: list[str] = []
+    ray_access_cidrs: tuple[str, ...] = ()
 
 
 class KubeRayConfig(_Model):
+    args: ClassVar[type] = KubeRayOperatorArgs
+    config_only: ClassVar[frozenset[str]] = frozenset({"version"})
+
     mode: Literal["helm", "gke-addon"] = "helm"
     version: str = versions.KUBERAY_VERSION
     namespace: str = "kuberay-system"
@@ -156,6 +169,9 @@ class ImageBuildConfig(_Model):
     """``raytpu:ray.imageBuild``: how the stack builds the trainer image (when
     ``raytpu:ray.image`` is not given)."""
 
+    args: ClassVar[type] = TrainerImageArgs
+    config_only: ClassVar[frozenset[str]] = frozenset()
+
     context: str = "."
     """Build context (the repository root), relative to the Pulumi project directory."""
     dockerfile: str = "workloads/Dockerfile"
@@ -163,6 +179,9 @@ class ImageBuildConfig(_Model):
 
 
 class RayConfig(_Model):
+    args: ClassVar[type] = TpuRayClusterArgs
+    config_only: ClassVar[frozenset[str]] = frozenset({"version", "image_build", "image_tag"})
+
     version: str = versions.RAY_VERSION
     cluster_name: str = "raytpu"
     namespace: str = "ray"
@@ -189,6 +208,9 @@ class RayConfig(_Model):
 
 
 class StorageConfig(_Model):
+    args: ClassVar[type] = CheckpointStorageArgs
+    config_only: ClassVar[frozenset[str]] = frozenset({"bucket"})
+
     bucket: str | None = None
     """Checkpoint bucket name; default ``<project>-<stack>-raytpu``."""
     location: str | None = None
@@ -200,6 +222,9 @@ class StorageConfig(_Model):
 
 
 class RegistryConfig(_Model):
+    args: ClassVar[type] = ImageRegistryArgs
+    config_only: ClassVar[frozenset[str]] = frozenset({"repository"})
+
     create: bool = True
     repository: str = "raytpu"
 
@@ -232,11 +257,14 @@ class CostConfig(_Model):
 class MonitoringConfig(_Model):
     """``raytpu:monitoring``: the Cloud Monitoring dashboard and the slice alert."""
 
+    args: ClassVar[type] = FleetMonitoringArgs
+    config_only: ClassVar[frozenset[str]] = frozenset({"enabled", "alert_after"})
+
     enabled: bool = True
     alert_after: str = "10m"
     """How long a slice group may have fewer available slices than it should before the
     alert fires: ``<n>s``, ``<n>m`` or ``<n>h``, a whole number of minutes."""
-    notification_channels: list[str] = []
+    notification_channels: tuple[str, ...] = ()
     """``projects/<p>/notificationChannels/<id>`` of the channels the alert notifies."""
 
     @property

@@ -6,19 +6,24 @@ warnings about what is legal but likely wrong. Nothing downstream ever sees raw 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import re
 from collections.abc import Mapping
-from typing import Any, get_args, get_origin
+from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel
 from raytpu.config.addon_rules import addon_warnings
 from raytpu.config.fit import fit_problems, fit_warnings
 from raytpu.config.job_rules import job_problems
+from raytpu.config.key_paths import Keys
 from raytpu.config.stack import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig
 from raytpu.config.team_rules import team_problems, team_warnings
 from raytpu.facts import versions
 from raytpu.facts.catalog import GENERATIONS, CatalogError
 from raytpu.facts.names import DNS_LABEL, K8S_NAME, PROJECT_ID, cidr_problem, cluster_name_problem
+from raytpu.facts.problems import ArgsError
 
 
 def stack_warnings(cfg: StackConfig) -> list[str]:
@@ -77,46 +82,73 @@ def _path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
-    """The model class a location points into, to list its valid keys."""
+def _fields(model: type) -> dict[str, Any]:
+    """A model's or a dataclass's fields by stack key, and their types."""
+    if dataclasses.is_dataclass(model):
+        hints = get_type_hints(model)
+        return {to_camel(f.name): hints[f.name] for f in dataclasses.fields(model)}
+    assert issubclass(model, BaseModel)
+    return {(f.alias or n): f.annotation for n, f in model.model_fields.items() if n != "stack"}
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type | None:
+    """The model (or dataclass) a location points into, to list its valid keys."""
     model: Any = StackConfig
     for part in loc:
         if isinstance(part, int):
             continue
-        fields = {(f.alias or n): f for n, f in model.model_fields.items()}
-        field = fields.get(str(part))
-        if field is None:
-            return None
-        ann = field.annotation
+        ann = _fields(model).get(str(part))
         while get_origin(ann) is not None:
-            ann = next((a for a in get_args(ann) if a is not type(None)), None)
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            ann = next((a for a in get_args(ann) if a not in (type(None), Ellipsis)), None)
+        if not (isinstance(ann, type) and (issubclass(ann, BaseModel)
+                                           or dataclasses.is_dataclass(ann))):
             return None
         model = ann
     return model if isinstance(model, type) else None
 
 
-def _keys_of(model: type[BaseModel]) -> list[str]:
-    return [f.alias or n for n, f in model.model_fields.items() if n != "stack"]
+def _keys_of(model: type) -> list[str]:
+    return list(_fields(model))
 
 
-def _format(err: Mapping[str, Any]) -> str:
+def _format(err: Mapping[str, Any]) -> list[str]:
     loc = tuple(err["loc"])
     path = _path(loc)
     kind = err["type"]
     value = err.get("input")
-    if kind == "extra_forbidden":
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
         parent = _model_at(loc[:-1])
         valid = f"; valid keys: {', '.join(_keys_of(parent))}" if parent else ""
-        return f"{path}: unknown key{valid}"
-    if kind == "missing":
-        return f"{path}: required key is missing"
-    if kind == "value_error":  # our own validators: the message names the value
-        return f"{path}: {err.get('ctx', {}).get('error', err['msg'])}"
+        return [f"{path}: unknown key{valid}"]
+    if kind in ("missing", "missing_argument"):
+        return [f"{path}: required key is missing"]
+    if kind == "value_error":  # our own validators and the Args': the message names the value
+        error = err.get("ctx", {}).get("error", err["msg"])
+        return Keys(path).lines(error) if isinstance(error, ArgsError) else [f"{path}: {error}"]
+    if kind in ("dataclass_type", "dataclass_exact_type"):
+        return [f"{path}: {value!r} is not valid: Input should be a mapping of keys"
+                f"{_type_hint('dict_type', value)}"]
+    return [_format_scalar(path, kind, value, err)]
+
+
+def _format_scalar(path: str, kind: str, value: Any, err: Mapping[str, Any]) -> str:
     if kind == "literal_error":
         choices = err.get("ctx", {}).get("expected", "")
         return f"{path}: {value!r} is not valid; valid: {choices.replace(' or ', ', ')}"
     return f"{path}: {value!r} is not valid: {err['msg']}{_type_hint(kind, value)}"
+
+
+def _not_json(value: Any, path: str) -> list[str]:
+    """Values YAML reads that are no JSON type (an unquoted date): the stack is parsed as
+    JSON (the components' dataclasses validate that way), so they are refused here."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _not_json(v, f"{path}.{k}" if path else k)]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _not_json(v, f"{path}[{i}]")]
+    if value is None or isinstance(value, str | int | float | bool):
+        return []
+    return [f"{path}: {value!r} is not valid: YAML read it as a {type(value).__name__}: quote "
+            "it for a string"]
 
 
 def _yaml_kind(value: Any) -> str:
@@ -305,15 +337,19 @@ def structural_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
     (``gcp:region``, ``kubernetes:...``) and are left to them.
     """
     ours = {k: v for k, v in raw.items() if k.startswith(f"{NAMESPACE}:") or k == "gcp:project"}
+    problems = _not_json(ours, "")
+    if problems:
+        raise ConfigError(problems)
     try:
-        return StackConfig.model_validate({"stack": stack, **ours})
+        return StackConfig.model_validate_json(json.dumps({"stack": stack, **ours}))
     except ValidationError as e:
-        problems = [_format(err) for err in e.errors()]
+        problems = [line for err in e.errors() for line in _format(err)]
         # Structural errors elsewhere must not hide catalog errors in well-formed slices.
         slices = ours.get(f"{NAMESPACE}:slices")
         for i, item in enumerate(slices if isinstance(slices, list) else []):
             with contextlib.suppress(ValidationError):  # already reported above
-                problems += _slice_problems(i, SliceGroupConfig.model_validate(item))
+                problems += _slice_problems(i, SliceGroupConfig.model_validate_json(
+                    json.dumps(item)))
         raise ConfigError(problems) from None
 
 

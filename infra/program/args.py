@@ -15,17 +15,14 @@ from functools import partial
 from typing import TypeVar
 
 from raytpu.components import (
-    AuthorizedNetwork,
     CheckpointStorageArgs,
-    ExistingNetwork,
     GkeClusterArgs,
     ImageRegistryArgs,
     NetworkArgs,
-    SystemPoolArgs,
     TpuSlicePoolArgs,
     TrainerImageArgs,
 )
-from raytpu.config.key_paths import stack_key_message
+from raytpu.config.schema import From, build_args
 from raytpu.config.stack import ConfigError, SliceGroupConfig, StackConfig
 from raytpu.facts import versions
 from raytpu.program.isolation_program import isolation_problems
@@ -87,102 +84,50 @@ def _required_gke_versions(cfg: StackConfig) -> dict[str, str]:
 def gke_args(cfg: StackConfig) -> GkeArgs:
     """The GKE side's Args, validated; Args problems become ConfigError lines."""
     problems: list[str] = []
-
-    def make(key: str, factory: Callable[[], _A]) -> _A:
-        try:
-            return factory()
-        except (ValueError, TypeError) as e:
-            problem = stack_key_message(key, str(e))
-            if problem not in problems:  # NetworkArgs and GkeClusterArgs share the master range
-                problems.append(problem)
-            return None  # type: ignore[return-value]
-
-    c, n = cfg.cluster, cfg.network
-    node_tag, tpu_tag = f"{c.name}-node", f"{c.name}-tpu"
-    network = make("raytpu:network", lambda: NetworkArgs(
-        project=cfg.project,
-        region=cfg.region,
-        node_tag=node_tag,
-        tpu_node_tag=tpu_tag,
-        master_ipv4_cidr_block=c.master_ipv4_cidr_block,
-        create=n.create,
-        existing=ExistingNetwork(**n.existing.model_dump()) if n.existing and not n.create
-        else None,
-        subnet_cidr=n.subnet_cidr,
-        pods_cidr=n.pods_cidr,
-        services_cidr=n.services_cidr,
-        iap_ssh=n.iap_ssh,
-        ray_access_cidrs=tuple(n.ray_access_cidrs),
-    ))
-    cluster = make("raytpu:cluster", lambda: GkeClusterArgs(
-        project=cfg.project,
-        location=cfg.cluster_location,
-        cluster_name=c.name,
-        network=PENDING,
-        subnetwork=PENDING,
-        pods_range_name=PENDING,
-        services_range_name=PENDING,
-        node_tags=(node_tag,),
-        release_channel=c.release_channel,
-        min_master_version=c.min_master_version,
-        master_ipv4_cidr_block=c.master_ipv4_cidr_block,
-        private_endpoint=c.private_endpoint,
-        dns_endpoint=c.dns_endpoint,
-        master_authorized_networks=tuple(
-            AuthorizedNetwork(a.cidr_block, a.display_name) for a in c.master_authorized_networks
-        ),
-        deletion_protection=c.deletion_protection,
-        system_pool=SystemPoolArgs(
-            machine_type=c.system_pool.machine_type,
-            min_nodes=c.system_pool.min_nodes,
-            max_nodes=c.system_pool.max_nodes,
-            disk_size_gb=c.system_pool.disk_size_gb,
-        ),
-        ray_operator_addon=cfg.kuberay.mode == "gke-addon",
+    c = cfg.cluster
+    project = From(cfg.project, "gcp:project")
+    name = "raytpu:cluster.name"  # tags and account ids derive from it
+    node_tag, tpu_tag = From(f"{c.name}-node", name), From(f"{c.name}-tpu", name)
+    network = build_args(
+        NetworkArgs, "raytpu:network", cfg.network, problems, project=project,
+        region=From(cfg.region, "raytpu:zone"), node_tag=node_tag, tpu_node_tag=tpu_tag,
+        master_ipv4_cidr_block=From(c.master_ipv4_cidr_block,
+                                    "raytpu:cluster.masterIpv4CidrBlock"),
+        existing=None if cfg.network.create else cfg.network.existing)
+    cluster = build_args(
+        GkeClusterArgs, "raytpu:cluster", c, problems, project=project,
+        location=From(cfg.cluster_location, "raytpu:zone"), cluster_name=From(c.name, name),
+        network=PENDING, subnetwork=PENDING, pods_range_name=PENDING,
+        services_range_name=PENDING, node_tags=From((node_tag.value,), name),
+        ray_operator_addon=From(cfg.kuberay.mode == "gke-addon", "raytpu:kuberay.mode"),
         min_versions=_required_gke_versions(cfg),
-        node_service_account_id=_account_id(c.name, "nodes"),
-        resource_labels=stack_labels(cfg),
-        dataplane_v2=c.dataplane_v2,
-        security_group=c.security_group,
-    ))
-    def pool(s: SliceGroupConfig) -> TpuSlicePoolArgs:
-        return TpuSlicePoolArgs.of(
-            s.group, cluster=PENDING, zone=cfg.zone, node_service_account=PENDING,
-            project=cfg.project, location=cfg.cluster_location, node_tags=(node_tag, tpu_tag),
-            resource_labels=cost_labels(cfg, s),
-        )
-
-    pools = [make(f"raytpu:slices[{i}]", partial(pool, s)) for i, s in enumerate(cfg.slices)]
-    storage = make("raytpu:storage", lambda: CheckpointStorageArgs(
-        project=cfg.project,
-        bucket_name=cfg.bucket_name,
+        node_service_account_id=From(_account_id(c.name, "nodes"), name),
+        resource_labels=stack_labels(cfg))
+    pools = [build_args(
+        partial(TpuSlicePoolArgs.of, s.group), f"raytpu:slices[{i}]", None, problems,
+        cluster=PENDING, zone=From(cfg.zone, "raytpu:zone"), node_service_account=PENDING,
+        project=project, location=From(cfg.cluster_location, "raytpu:zone"),
+        node_tags=From((node_tag.value, tpu_tag.value), name),
+        resource_labels=cost_labels(cfg, s)) for i, s in enumerate(cfg.slices)]
+    storage = build_args(
+        CheckpointStorageArgs, "raytpu:storage", cfg.storage, problems, project=project,
+        bucket_name=From(cfg.bucket_name, "raytpu:storage.bucket"),
         location=cfg.storage.location or cfg.region,
-        namespace=cfg.ray.namespace,
-        ksa_name=cfg.ray.service_account,
-        gsa_account_id=_account_id(c.name, "ckpt"),
-        retention_days=cfg.storage.retention_days,
-        noncurrent_versions=cfg.storage.noncurrent_versions,
-        force_destroy=cfg.storage.force_destroy,
-        labels=stack_labels(cfg),
-    ))
-    registry = make("raytpu:registry", lambda: ImageRegistryArgs(
-        project=cfg.project,
-        location=cfg.region,
-        repository_id=cfg.registry.repository,
-        create=cfg.registry.create,
-        labels=stack_labels(cfg),
-    ))
-    image = make("raytpu:ray.imageTag", lambda: TrainerImageArgs(
-        repository_url=PENDING,
-        tag=cfg.ray.image_tag,
-        context=cfg.ray.image_build.context,
-        dockerfile=cfg.ray.image_build.dockerfile,
-    )) if cfg.builds_image else None
+        namespace=From(cfg.ray.namespace, "raytpu:ray.namespace"),
+        ksa_name=From(cfg.ray.service_account, "raytpu:ray.serviceAccount"),
+        gsa_account_id=From(_account_id(c.name, "ckpt"), name), labels=stack_labels(cfg))
+    registry = build_args(
+        ImageRegistryArgs, "raytpu:registry", cfg.registry, problems, project=project,
+        location=From(cfg.region, "raytpu:zone"),
+        repository_id=From(cfg.registry.repository, "raytpu:registry.repository"),
+        labels=stack_labels(cfg))
+    image = build_args(
+        TrainerImageArgs, "raytpu:ray.imageBuild", cfg.ray.image_build, problems,
+        repository_url=PENDING, tag=From(cfg.ray.image_tag, "raytpu:ray.imageTag"),
+    ) if cfg.builds_image else None
     if problems:
         raise ConfigError(problems)
     return GkeArgs(network, cluster, pools, storage, registry, image)
-
-
 
 
 def _raised(check: Callable[[], object]) -> list[str]:

@@ -31,6 +31,7 @@ from raytpu.components.kueue_queues import (
 )
 from raytpu.components.ray_job import SUBMITTER_RESOURCES
 from raytpu.config.fit import parse_quantity
+from raytpu.config.key_paths import Keys
 from raytpu.config.stack import StackConfig
 from raytpu.config.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
 from raytpu.facts.catalog import SliceShape
@@ -151,6 +152,6 @@ def kueue_problems(cfg: StackConfig) -> list[str]:
         return []
     try:
         queues_args(cfg)
-    except ValueError as e:
-        return [f"raytpu:teams: {e}"]
+    except ValueError as e:  # the teams' quotas and shapes make the queues
+        return Keys("raytpu:teams").lines(e)
     return []

@@ -13,7 +13,17 @@ from typing import Any
 
 import pulumi
 from raytpu.components.monitoring import FleetMonitoring, FleetMonitoringArgs, MonitoredSliceGroup
+from raytpu.config.key_paths import Keys
+from raytpu.config.schema import shared_fields
 from raytpu.config.stack import ConfigError, StackConfig
+
+# Where FleetMonitoringArgs' fields come from (the rest: raytpu:monitoring.<camelCase>).
+_KEYS = Keys("raytpu:monitoring", {
+    ("project",): "gcp:project", ("stack",): "stack", ("cluster_name",): "raytpu:cluster.name",
+    ("location",): "raytpu:zone", ("ray_cluster_name",): "raytpu:ray.clusterName",
+    ("ray_namespace",): "raytpu:ray.namespace", ("slice_groups",): "raytpu:slices",
+    ("alert_after_seconds",): "raytpu:monitoring.alertAfter",
+})
 
 
 def monitoring_args(cfg: StackConfig, labels: Mapping[str, str]) -> FleetMonitoringArgs:
@@ -21,6 +31,7 @@ def monitoring_args(cfg: StackConfig, labels: Mapping[str, str]) -> FleetMonitor
     m = cfg.monitoring
     try:
         return FleetMonitoringArgs(
+            **shared_fields(FleetMonitoringArgs, m),
             project=cfg.project,
             stack=cfg.stack,
             cluster_name=cfg.cluster.name,
@@ -29,11 +40,10 @@ def monitoring_args(cfg: StackConfig, labels: Mapping[str, str]) -> FleetMonitor
             ray_namespace=cfg.ray.namespace,
             slice_groups=tuple(MonitoredSliceGroup.of(s.group) for s in cfg.slices),
             alert_after_seconds=m.alert_after_seconds,
-            notification_channels=tuple(m.notification_channels),
             user_labels=dict(labels),
         )
     except ValueError as e:
-        raise ConfigError([f"raytpu:monitoring: {e}"]) from None
+        raise ConfigError(_KEYS.lines(e)) from None
 
 
 def build_monitoring(

@@ -10,25 +10,22 @@ from collections.abc import Mapping
 
 import pulumi
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs, TpuWorkerGroup
-from raytpu.components.ray_cluster_validation import ProblemKeys
+from raytpu.config.key_paths import Keys
+from raytpu.config.schema import shared_fields
 from raytpu.config.stack import StackConfig
 
 
-def config_keys(cfg: StackConfig) -> ProblemKeys:
-    """Config keys, for problems reported against the stack file."""
-    return ProblemKeys(
-        cluster_name="raytpu:ray.clusterName",
-        namespace="raytpu:ray.namespace",
-        service_account="raytpu:ray.serviceAccount",
+def ray_keys(cfg: StackConfig) -> Keys:
+    """Where the RayCluster Args' fields come from in the stack (``raytpu:ray`` but for
+    these), for its problems in stack keys."""
+    return Keys("raytpu:ray", {
+        ("worker_groups", int): "raytpu:slices[{0}]",
         # The default image is this stack's registry with raytpu:ray.imageTag.
-        image="raytpu:ray.image" if cfg.ray.image else "raytpu:ray.imageTag",
-        auth="raytpu:ray.auth",
-        access_cidrs="raytpu:network.rayAccessCidrs",
-        labels="raytpu:ray.labels",
-        head_labels="raytpu:ray.headLabels",
-        head_ray_resources="raytpu:ray.headRayResources",
-        worker_group=lambda i: f"raytpu:slices[{i}]",
-    )
+        ("image",): "raytpu:ray.image" if cfg.ray.image else "raytpu:ray.imageTag",
+        ("ray_version",): "raytpu:ray.version",
+        ("access_cidrs",): "raytpu:network.rayAccessCidrs",
+        ("checkpoint_uri",): "raytpu:storage.bucket",
+    })
 
 
 def worker_groups(cfg: StackConfig) -> list[TpuWorkerGroup]:
@@ -46,27 +43,18 @@ def cluster_args(
     image: pulumi.Input[str] | None = None,
 ) -> TpuRayClusterArgs:
     """``image``: the Ray image (default ``cfg.image``; the stack passes its build's digest)."""
-    r = cfg.ray
-    return TpuRayClusterArgs(
-        cluster_name=r.cluster_name,
-        namespace=r.namespace,
-        service_account=r.service_account,
-        gsa_email=gsa_email,
-        image=cfg.image if image is None else image,
-        ray_version=r.version,
-        worker_groups=worker_groups(cfg),
-        checkpoint_uri=cfg.checkpoint_uri,
-        system_pool=system_pool,
-        tpu_pools=tpu_pools,
-        head_cpu=r.head_cpu,
-        head_memory=r.head_memory,
-        head_env=r.head_env,
-        head_labels=r.head_labels,
-        head_ray_resources=r.head_ray_resources,
-        idle_timeout_seconds=r.idle_timeout_seconds,
-        dashboard_internal_lb=r.dashboard_internal_lb,
-        auth=r.auth,
-        access_cidrs=tuple(cfg.network.ray_access_cidrs),
-        create_namespace=create_namespace,
-        pod_monitoring=cfg.monitoring.enabled,
-    )
+    # raytpu:ray's keys are the Args fields of the same name; the rest comes from elsewhere
+    # (the keys of those, for problems: ray_keys).
+    return TpuRayClusterArgs(**{
+        **shared_fields(TpuRayClusterArgs, cfg.ray),
+        "gsa_email": gsa_email,
+        "image": cfg.image if image is None else image,
+        "ray_version": cfg.ray.version,
+        "worker_groups": worker_groups(cfg),
+        "checkpoint_uri": cfg.checkpoint_uri,
+        "system_pool": system_pool,
+        "tpu_pools": tpu_pools,
+        "access_cidrs": cfg.network.ray_access_cidrs,
+        "create_namespace": create_namespace,
+        "pod_monitoring": cfg.monitoring.enabled,
+    })

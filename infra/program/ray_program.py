@@ -20,29 +20,27 @@ from raytpu.components.kuberay_operator import (
 )
 from raytpu.components.ray_cluster_validation import args_problems
 from raytpu.components.tpu_ray_cluster import TpuRayCluster
+from raytpu.config.key_paths import Keys
+from raytpu.config.schema import shared_fields
 from raytpu.config.stack import ConfigError, StackConfig
 from raytpu.facts import versions
 from raytpu.facts.versions import version_tuple
 from raytpu.program.isolation_program import build_stack_namespace_policies
-from raytpu.program.ray_cluster_config import cluster_args, config_keys
+from raytpu.program.ray_cluster_config import cluster_args, ray_keys
 from raytpu.program.training_job import training_rayjob
 
 
 def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
     k = cfg.kuberay
-    return KubeRayOperatorArgs(
-        mode=k.mode,
-        namespace=k.namespace,
-        kuberay_version=k.version,
-        webhook_version=k.webhook_version,
-        cert_manager_version=k.cert_manager_version,
-        webhook_image=k.webhook_image or versions.TPU_WEBHOOK_IMAGE.reference,
-        multi_host_indexing=(versions.RAY_MULTI_HOST_INDEXING if k.multi_host_indexing is None
-                             else k.multi_host_indexing),
+    # None (unset) keeps the component's default.
+    unset = {name for name in ("webhook_image", "multi_host_indexing") if getattr(k, name) is None}
+    return KubeRayOperatorArgs(**{
+        **{n: v for n, v in shared_fields(KubeRayOperatorArgs, k).items() if n not in unset},
+        "kuberay_version": k.version,
         # gke-addon: the CRD wait Job runs python from the public Ray image the trainer image
         # is built on (not the stack's own image: that may not be pushed yet on a first up).
-        addon_wait_image=versions.RAY_IMAGE,
-    )
+        "addon_wait_image": versions.RAY_IMAGE,
+    })
 
 
 def _checked(
@@ -52,10 +50,9 @@ def _checked(
     tpu_pools: Mapping[str, Mapping[str, str]] | None,
 ) -> KubeRayOperatorArgs:
     """The operator Args, once every Ray-side problem is ruled out (else ConfigError)."""
-    problems = args_problems(
-        cluster_args(cfg, gsa_email=gsa_email, system_pool=system_pool, tpu_pools=tpu_pools),
-        config_keys(cfg),
-    )
+    keys = ray_keys(cfg)
+    problems = [keys.line(p) for p in args_problems(
+        cluster_args(cfg, gsa_email=gsa_email, system_pool=system_pool, tpu_pools=tpu_pools))]
     k = cfg.kuberay
     need = versions.MIN_KUBERAY_VERSION_FOR_AUTH_OPTIONS
     if (cfg.ray.auth == "token" and k.mode == "helm"
@@ -65,8 +62,9 @@ def _checked(
                         f"raytpu:kuberay.version is {k.version}; upgrade it or set 'disabled'")
     try:
         op_args = operator_args(cfg)
-    except ValueError as e:  # KubeRayOperatorArgs names its field: prefix the config path
-        problems.append(f"raytpu:kuberay.{e}")
+    except ValueError as e:
+        problems += Keys("raytpu:kuberay", {("kuberay_version",): "raytpu:kuberay.version"}
+                         ).lines(e)
     if problems:
         raise ConfigError(problems)
     return op_args

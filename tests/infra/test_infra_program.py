@@ -190,7 +190,7 @@ def test_regional_cluster_and_existing_network() -> None:
                          "reservation": "r"}]},
      "raytpu:slices[0]: spot and reservation exclude each other"),
     ({"raytpu_network": {"podsCidr": "10.0.0.0/14"}},
-     "raytpu:network.subnetCidr 10.0.0.0/20 overlaps raytpu:network.podsCidr"),
+     "raytpu:network.subnetCidr: 10.0.0.0/20 overlaps raytpu:network.podsCidr"),
     ({"raytpu_network": {"rayAccessCidrs": ["0.0.0.0/0"]}},
      "raytpu:network.rayAccessCidrs[0]: '0.0.0.0/0' opens to the whole internet"),
     ({"raytpu_cluster": {"masterIpv4CidrBlock": "172.16.0.0/24"}},

@@ -137,7 +137,7 @@ def test_existing_network_gets_only_firewall_rules() -> None:
     ({"master_ipv4_cidr_block": "0.0.0.0/0"}, r"master_ipv4_cidr_block.*whole internet"),
     ({"master_ipv4_cidr_block": "172.16.0.0/24"}, r"master_ipv4_cidr_block.*/28"),
     ({"create": False}, r"existing: required when create=False"),
-    ({"pods_cidr": "10.0.0.0/14"}, r"subnet_cidr 10\.0\.0\.0/20 overlaps .*pods_cidr"),
+    ({"pods_cidr": "10.0.0.0/14"}, r"subnet_cidr: 10\.0\.0\.0/20 overlaps .*pods_cidr"),
     ({"node_tag": "Bad_Tag"}, r"node_tag: 'Bad_Tag'"),
     ({"region": "us-west4-a"}, r"region: 'us-west4-a' is not a GCP region"),
     ({"webhook_ports": (70000,)}, r"webhook_ports: 70000"),

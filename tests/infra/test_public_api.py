@@ -20,7 +20,7 @@ import pytest
 import raytpu.components as components
 from infra_support import BASE_CONFIG, PROJECT, REPO, raw_config, run_alone
 from raytpu.components import AuthorizedNetwork, ImageRegistryArgs, SystemPoolArgs, slice_shape
-from raytpu.config.key_paths import stack_key_message
+from raytpu.config.key_paths import Keys
 from raytpu.config.stack import ConfigError
 from raytpu.plan.engine import run_program
 from test_gke_cluster import gke_args
@@ -95,41 +95,45 @@ def test_the_doc_check_sees_a_missing_docstring() -> None:
 CLUSTER = BASE_CONFIG["raytpu:cluster"]
 V5E = slice_shape("v5litepod-4")
 
-# (stack config with one bad value, the section its problem is keyed under, the same value
-# given to the Args directly)
-SAME_VALUE: dict[str, tuple[dict[str, Any], str, Callable[[], Any]]] = {
+# (stack config with one bad value, where its Args fields come from in the stack, the same
+# value given to the Args directly)
+SAME_VALUE: dict[str, tuple[dict[str, Any], Keys, Callable[[], Any]]] = {
     "cluster name": (
-        raw_config(raytpu_cluster={**CLUSTER, "name": "Bad_Name"}), "raytpu:cluster",
+        raw_config(raytpu_cluster={**CLUSTER, "name": "Bad_Name"}),
+        Keys("raytpu:cluster", {("cluster_name",): "raytpu:cluster.name"}),
         lambda: gke_args(cluster_name="Bad_Name")),
     "authorized network is the internet": (
         raw_config(raytpu_cluster={**CLUSTER,
                                    "masterAuthorizedNetworks": [{"cidrBlock": "0.0.0.0/0"}]}),
-        "raytpu:cluster",
+        Keys("raytpu:cluster", {("master_authorized_networks", int):
+                                "raytpu:cluster.masterAuthorizedNetworks[{0}].cidrBlock"}),
         lambda: gke_args(master_authorized_networks=(AuthorizedNetwork("0.0.0.0/0"),))),
     "control plane range": (
         raw_config(raytpu_cluster={**CLUSTER, "masterIpv4CidrBlock": "172.16.0.0/24"}),
-        "raytpu:cluster", lambda: gke_args(master_ipv4_cidr_block="172.16.0.0/24")),
+        Keys("raytpu:cluster"), lambda: gke_args(master_ipv4_cidr_block="172.16.0.0/24")),
     "system pool range": (
         raw_config(raytpu_cluster={**CLUSTER, "systemPool": {"minNodes": 3, "maxNodes": 1}}),
-        "raytpu:cluster.systemPool", lambda: SystemPoolArgs(min_nodes=3, max_nodes=1)),
+        Keys("raytpu:cluster.systemPool"), lambda: SystemPoolArgs(min_nodes=3, max_nodes=1)),
     "system pool disk": (
         raw_config(raytpu_cluster={**CLUSTER, "systemPool": {"diskSizeGb": 5}}),
-        "raytpu:cluster.systemPool", lambda: SystemPoolArgs(disk_size_gb=5)),
+        Keys("raytpu:cluster.systemPool"), lambda: SystemPoolArgs(disk_size_gb=5)),
     "ray access is the internet": (
-        raw_config(raytpu_network={"rayAccessCidrs": ["0.0.0.0/0"]}), "raytpu:network",
+        raw_config(raytpu_network={"rayAccessCidrs": ["0.0.0.0/0"]}), Keys("raytpu:network"),
         lambda: net_args(ray_access_cidrs=("0.0.0.0/0",))),
     "overlapping ranges": (
-        raw_config(raytpu_network={"podsCidr": "10.0.0.0/14"}), "raytpu:network",
+        raw_config(raytpu_network={"podsCidr": "10.0.0.0/14"}), Keys("raytpu:network"),
         lambda: net_args(pods_cidr="10.0.0.0/14")),
     "spot with a reservation": (
         raw_config(raytpu_slices=[{"name": "v5e-4", "tpu": "v5litepod-4", "spot": True,
                                    "reservation": "r"}]),
-        "raytpu:slices[0]", lambda: pool_args(V5E, spot=True, reservation="r")),
+        Keys("raytpu:slices[0]"), lambda: pool_args(V5E, spot=True, reservation="r")),
     "bucket name": (
-        raw_config(raytpu_storage={"bucket": "Bad..bucket"}), "raytpu:storage",
+        raw_config(raytpu_storage={"bucket": "Bad..bucket"}),
+        Keys("raytpu:storage", {("bucket_name",): "raytpu:storage.bucket"}),
         lambda: storage_args(bucket_name="Bad..bucket")),
     "repository id": (
-        raw_config(raytpu_registry={"repository": "Bad_Repo"}), "raytpu:registry",
+        raw_config(raytpu_registry={"repository": "Bad_Repo"}),
+        Keys("raytpu:registry", {("repository_id",): "raytpu:registry.repository"}),
         lambda: ImageRegistryArgs(project=PROJECT, location="us-west4",
                                   repository_id="Bad_Repo")),
 }
@@ -137,14 +141,14 @@ SAME_VALUE: dict[str, tuple[dict[str, Any], str, Callable[[], Any]]] = {
 
 @pytest.mark.parametrize("case", SAME_VALUE)
 def test_composed_args_are_refused_as_the_stack_is(case: str) -> None:
-    raw, section, compose = SAME_VALUE[case]
+    raw, keys, compose = SAME_VALUE[case]
     with pytest.raises(ConfigError) as stack:
         run_program("test", raw)
     with pytest.raises(ValueError) as composed:
         compose()
     # The composed error names the Args field; in the stack's words it is the stack's line.
-    assert stack_key_message(section, str(composed.value)) in stack.value.problems, (
-        str(composed.value), stack.value.problems)
+    lines = keys.lines(composed.value)
+    assert lines and set(lines) <= set(stack.value.problems), (lines, stack.value.problems)
 
 
 def test_the_comparison_sees_a_different_message() -> None:
@@ -152,7 +156,7 @@ def test_the_comparison_sees_a_different_message() -> None:
         gke_args(master_ipv4_cidr_block="172.16.0.0/24")
     with pytest.raises(ConfigError) as stack:
         run_program("test", raw_config(raytpu_cluster={**CLUSTER, "name": "Bad_Name"}))
-    assert stack_key_message("raytpu:cluster", str(composed.value)) not in stack.value.problems
+    assert not set(Keys("raytpu:cluster").lines(composed.value)) & set(stack.value.problems)
 
 
 

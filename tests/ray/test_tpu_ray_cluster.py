@@ -159,11 +159,11 @@ def test_auth_disabled_leaves_auth_options_out() -> None:
 
 def test_component_args_refuse_unknown_auth_and_old_ray() -> None:
     # Platform teams build TpuRayClusterArgs themselves, without the stack config's checks.
-    assert args_problems(_args(auth="tls")) == [
+    assert list(map(str, args_problems(_args(auth="tls")))) == [
         "auth: 'tls' is not an auth mode; valid: disabled, token"]
     old = _args(ray_version="2.50.0", image="rayproject/ray:2.50.0-py311")
-    assert args_problems(old) == ["auth: 'token' needs Ray >= 2.52.0, rayVersion is 2.50.0; "
-                                  "upgrade Ray or set 'disabled'"]
+    assert list(map(str, args_problems(old))) == [
+        "auth: 'token' needs Ray >= 2.52.0, rayVersion is 2.50.0; upgrade Ray or set 'disabled'"]
 
 
 @pytest.mark.parametrize(("cluster", "secret"), [
@@ -244,7 +244,7 @@ def _fits(accelerator: str, machine: str) -> bool:
     ],
 )
 def test_bad_args_are_refused_with_the_field_named(overrides: dict[str, Any], message: str) -> None:
-    problems = args_problems(_args(**overrides))
+    problems = list(map(str, args_problems(_args(**overrides))))
     assert any(re.search(message, p) for p in problems), problems
 
 
