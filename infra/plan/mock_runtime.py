@@ -82,7 +82,11 @@ class InlineMockMonitor(MockMonitor):
         )
         found, state = self.mocks.new_resource(args)
         id_ = found or ""  # what the wire makes of None
-        obj = run_sync(rpc.serialize_properties(state, {}))
+        # A provider planning a create returns its inputs: a mock that answers with the
+        # inputs object itself gets the request's own properties sent back, not serialised
+        # again (a fifth of what the monitor spent per resource).
+        obj = (request.object if state is args.inputs
+               else run_sync(rpc.serialize_properties(state, {})))
         self.resources[urn] = MockMonitor.ResourceRegistration(urn, id_, state)
         return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj)
 

@@ -98,7 +98,9 @@ class RecordingMocks(Mocks):
             # too, and so is a value the provider computes inside an input object (the
             # cluster's dnsEndpointConfig.endpoint): the fakes below say which those are.
             computed = _fake_outputs(args.typ, args.name, args.inputs, self.project)
-            return "", _unknown_inside(plain, computed)
+            state = _unknown_inside(plain, computed)
+            # Nothing computed inside an input: the state is the inputs, as they came.
+            return "", args.inputs if state == plain else state
         outputs = _fake_outputs(args.typ, args.name, args.inputs, self.project)
         return outputs.get("id") or f"{args.name}-id", outputs
 
