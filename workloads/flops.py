@@ -16,10 +16,13 @@ approximation.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from .config import ModelConfig
 from .presets import LlamaConfig
 
-AnyModel = ModelConfig | LlamaConfig
+# Declared an alias: mypy took the bare union for a variable here (`mypy -p raytpu` failed).
+AnyModel: TypeAlias = ModelConfig | LlamaConfig
 
 
 def _byte_param_count(cfg: ModelConfig) -> int:
