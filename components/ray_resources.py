@@ -343,6 +343,8 @@ class RayJobSpecArgs:
     submitter_pod_template: PodTemplate | None = pulumi.property(
         "submitterPodTemplate", default=None
     )
+    suspend: bool | None = pulumi.property("suspend", default=None)
+    metadata: Mapping[str, str] | None = pulumi.property("metadata", default=None)
 
     def __init__(
         self,
@@ -357,9 +359,12 @@ class RayJobSpecArgs:
         backoff_limit: int | None = None,
         active_deadline_seconds: int | None = None,
         submitter_pod_template: PodTemplate | None = None,
+        suspend: bool | None = None,
+        metadata: Mapping[str, str] | None = None,
     ) -> None:
-        """Checks KubeRay 1.7.0's RayJob rules (``utils/validation.go ValidateRayJobSpec``)
-        that the CRD schema cannot express, naming the field at fault."""
+        """``metadata``: the Ray job's (``ray job submit --metadata-json``). Checks KubeRay
+        1.7.0's RayJob rules (``utils/validation.go ValidateRayJobSpec``) that the CRD schema
+        cannot express, naming the field at fault."""
         if (ray_cluster_spec is None) == (cluster_selector is None):
             raise ValueError("rayClusterSpec/clusterSelector: set exactly one of the two")
         if submission_mode is not None and submission_mode not in SUBMISSION_MODES:
@@ -391,6 +396,8 @@ class RayJobSpecArgs:
             raise ValueError(f"activeDeadlineSeconds: {active_deadline_seconds} must be > 0")
         if backoff_limit is not None and backoff_limit < 0:
             raise ValueError(f"backoffLimit: {backoff_limit} must not be negative")
+        if suspend and (cluster_selector is not None or not shutdown_after_job_finishes):
+            raise ValueError("suspend: only with rayClusterSpec and shutdownAfterJobFinishes")
         _set_all(self, {
             "entrypoint": entrypoint, "ray_cluster_spec": ray_cluster_spec,
             "cluster_selector": cluster_selector, "runtime_env_yaml": runtime_env_yaml,
@@ -398,7 +405,8 @@ class RayJobSpecArgs:
             "ttl_seconds_after_finished": ttl_seconds_after_finished,
             "submission_mode": submission_mode, "backoff_limit": backoff_limit,
             "active_deadline_seconds": active_deadline_seconds,
-            "submitter_pod_template": submitter_pod_template,
+            "submitter_pod_template": submitter_pod_template, "suspend": suspend,
+            "metadata": metadata,
         })
 
 

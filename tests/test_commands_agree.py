@@ -76,23 +76,32 @@ def test_every_command_refuses_what_a_component_refuses(
 
 
 def test_config_and_component_problems_come_in_one_report(tmp_path: Path) -> None:
-    # A key the config's models refuse, and one only the system pool's Args refuse.
+    # A key the models refuse, one only the system pool's Args refuse, one the config's
+    # rules refuse and one only the RayCluster's Args refuse: one report, in that order.
     raw = {**BASE, "raytpu:cluster": {"releaseChannel": "NOPE",
-                                      "systemPool": {"minNodes": 5, "maxNodes": 2}}}
-    assert _refused_alike(_run(tmp_path, raw)).splitlines() == [
+                                      "systemPool": {"minNodes": 5, "maxNodes": 2}},
+           "raytpu:kuberay": {"version": "latest"}, "raytpu:ray": {"clusterName": "r" * 50}}
+    lines = _refused_alike(_run(tmp_path, raw)).splitlines()
+    assert lines[:3] == [
         "error: raytpu:cluster.releaseChannel: 'NOPE' is not valid; valid: 'RAPID', "
         "'REGULAR', 'STABLE'",
         "error: raytpu:cluster.systemPool.maxNodes: 2 is below "
         "raytpu:cluster.systemPool.minNodes (5)",
+        "error: raytpu:kuberay.version: 'latest' is not a version (e.g. 1.7.0, "
+        "1.31.2-gke.1115000)",
     ]
-    # A value the config's rules refuse, and one only the RayCluster's Args refuse.
-    raw = {**BASE, "raytpu:kuberay": {"version": "latest"}, "raytpu:ray": {"clusterName": "r" * 50}}
-    lines = _refused_alike(_run(tmp_path, raw)).splitlines()
-    assert lines[0] == ("error: raytpu:kuberay.version: 'latest' is not a version (e.g. 1.7.0, "
-                        "1.31.2-gke.1115000)")
-    assert lines[1].startswith("error: raytpu:slices[0].name: 'train' with raytpu:ray.clusterName ")
-    # and nothing that only follows from the bad version (the auth rule compares it)
-    assert not [line for line in lines if line.startswith("error: raytpu:ray.auth")]
+    assert lines[3].startswith("error: raytpu:slices[0].name: 'train' with raytpu:ray.clusterName ")
+    # ... and nothing that only follows from a refused value: the auth rule compares the bad
+    # version, the head's fit reads the refused system pool.
+    assert len(lines) == 4, lines
+
+
+def test_a_refused_system_pool_is_not_checked_again_with_its_defaults(tmp_path: Path) -> None:
+    raw = {**BASE, "raytpu:cluster": {"systemPool": {"machineType": "n2-standard-2",
+                                                     "minNodes": 0}}}
+    assert _refused_alike(_run(tmp_path, raw)).splitlines() == [
+        "error: raytpu:cluster.systemPool.minNodes: 0 is below 1 (kube-system and the "
+        "operators need a node)"]
 
 
 def test_a_good_stack_is_accepted_by_every_command_that_reads_it_offline(tmp_path: Path) -> None:

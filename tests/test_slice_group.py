@@ -220,3 +220,28 @@ def test_pool_facts_are_written_once() -> None:
     for literal, homes in LITERALS.items():
         found = {str(p.relative_to(ROOT)) for p in sources if literal in p.read_text()}
         assert found == homes, literal
+
+
+def test_changing_the_node_selector_changes_workers_flavors_and_outputs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``SliceShape.node_selector`` is the one selector: the Ray worker groups, the Kueue
+    flavors and the ``slices`` output all carry whatever it says."""
+    from raytpu.facts.catalog import SliceShape
+    from raytpu.plan.objects import objects
+
+    original = SliceShape.node_selector
+    monkeypatch.setattr(SliceShape, "node_selector", property(
+        lambda self: {**original.fget(self), "example.com/rack": self.topology}))  # type: ignore[attr-defined]
+    plan = _plan()
+    planned = objects(plan)
+    (rc,) = [o for o in planned if o["kind"] == "RayCluster"]
+    workers = {w["groupName"]: w["template"]["spec"]["nodeSelector"]
+               for w in rc["spec"]["workerGroupSpecs"]}
+    flavors = [o["spec"]["nodeLabels"] for o in planned
+               if o["kind"] == "ResourceFlavor" and o["spec"].get("nodeLabels")]
+    for g in RAW["raytpu:slices"]:
+        topology = slice_shape(g["tpu"]).topology
+        assert workers[g["name"]]["example.com/rack"] == topology
+        assert plan.outputs["slices"][g["name"]]["nodeSelector"]["example.com/rack"] == topology
+    assert {f["example.com/rack"] for f in flavors} == {"4x4", "2x2"}

@@ -138,6 +138,9 @@ class LaunchOptions:
     scale (:mod:`raytpu.workloads.scaling`); None: use whatever nodes exist."""
     dry_run: bool = False
     """Print the Ray Train scaling as JSON and contact nothing (``--dry-run``)."""
+    command: tuple[str, ...] = ()
+    """A user's command (after ``--``), run on every host instead of the bundled trainer;
+    only the slice's shape of the :class:`TrainConfig` applies to it."""
 
 
 # (flag, TrainConfig path, type): the launcher's command line, shared by `raytpu submit`
@@ -171,6 +174,8 @@ _FLAGS: tuple[tuple[str, str, type], ...] = (
 # Written only when they differ from the default: the command lines of byte-GPT jobs
 # stay as they were before these options existed.
 _OMIT_AT_DEFAULT = {"remat": TrainConfig.remat, "framework": TrainConfig.framework}
+# The slice's shape: all a command run (``opts.command``) takes from a TrainConfig.
+_SHAPE_FLAGS = ("--tpu", "--slices", "--topology", "--machine-type")
 
 
 def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
@@ -178,6 +183,8 @@ def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
     flat = cfg.to_dict()
     argv: list[str] = []
     for flag, path, _ in _FLAGS:
+        if opts.command and flag not in _SHAPE_FLAGS:
+            continue
         value: Any = flat
         for part in path.split("."):
             value = value[part]
@@ -197,12 +204,19 @@ def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
         argv += ["--slice-group", opts.slice_group]
     if opts.dry_run:
         argv.append("--dry-run")
+    if opts.command:
+        argv += ["--", *opts.command]
     return argv
 
 
 def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
     """Parse the launcher command line (see :func:`to_argv`)."""
     import argparse
+
+    command: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1:]
 
     parser = argparse.ArgumentParser(prog="python -m raytpu.workloads.launcher")
     for flag, path, kind in _FLAGS:
@@ -238,5 +252,6 @@ def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
         progress=not ns["no_progress"],
         slice_group=ns["slice_group"],
         dry_run=ns["dry_run"],
+        command=tuple(command),
     )
     return cfg, opts

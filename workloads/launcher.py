@@ -1,18 +1,13 @@
-"""The Ray launcher: one worker per TPU host, gang-scheduled per slice, with Ray's own
-checkpointing, failure handling and resume.
-
-Ray Train v2 ``DataParallelTrainer`` with ``ScalingConfig(use_tpu=True, topology=...,
-accelerator_type=...)`` reserves whole slices through ``SlicePlacementGroup`` and asks
-for every chip of each host (a worker with fewer chips would see a one-host slice).
-``TorchTrainer(use_tpu=True)`` is not used: it loads torch_tpu, not torch_xla
-(shared/ref/notes/ray-torchxla.md §3.3). Our backend only forms a gloo group (host-side
-coordination, and the CPU simulation's gradient sync) and sets the ``MEGASCALE_*``
-variables of multislice runs from each worker's actual slice.
+"""The Ray launcher: one worker per TPU host, gang-scheduled per slice
+(:mod:`raytpu.workloads.gang`), with Ray's own checkpointing, failure handling and resume.
+With a command after ``--`` it runs that command on every host instead of the bundled
+trainer, through the same path (:mod:`raytpu.workloads.command`).
 
 Checkpoints go through ``ray.train.report(checkpoint=...)`` to ``RunConfig.storage_path``
 (a folder or ``gs://``); ``ray.train.get_checkpoint()`` resumes after a worker-group
 restart (``FailureConfig.max_failures``) and also when a new run names the same storage
-path and run name. Run as ``python -m raytpu.workloads.launcher`` on the cluster.
+path and run name. Run as ``python -m raytpu.workloads.launcher [...] [-- CMD ARG...]`` on the
+cluster.
 """
 
 from __future__ import annotations
@@ -24,119 +19,23 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import ray
 import ray.train
-from ray.train.backend import Backend, BackendConfig
-from ray.train.v2.api.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
-from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-from ray.util.tpu import get_tpu_coordinator_env_vars
-from raytpu.facts.versions import Ports
 
 from .config import LaunchOptions, TrainConfig, from_argv
+from .gang import TpuGlooConfig as TpuGlooConfig
+from .gang import fit_on_slices
+from .gang import slice_ids as slice_ids
 from .metrics import MetricsSink, MetricsWriter, MfuBasis, ProgressFile
 from .ray_hooks import RayHooks
 from .scaling import TrainScaling
 
-GLOO_TIMEOUT = timedelta(minutes=10)
 POLL_S = 0.5  # driver: drain the metrics sink this often
 PROGRESS_WRITE_S = 5.0
-
-
-# -- backend: runs in the Ray Train controller when a worker group starts -----------------
-
-
-def _worker_info() -> dict[str, str]:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("", 0))
-        port = s.getsockname()[1]
-    return {
-        "ip": ray.util.get_node_ip_address(),
-        "port": str(port),
-        "slice": os.environ.get("TPU_NAME", ""),
-        "worker_id": os.environ.get("TPU_WORKER_ID", ""),
-    }
-
-
-def _setup_worker(env: dict[str, str], addr: str, port: int, rank: int, world: int) -> None:
-    import torch.distributed as dist
-
-    # The controller's values win over the pod's: a replaced slice changes them.
-    os.environ.update(env)
-    if dist.is_initialized():
-        dist.destroy_process_group()
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world,
-        timeout=GLOO_TIMEOUT,
-    )
-
-
-def _teardown_worker() -> None:
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        dist.destroy_process_group()
-
-
-def slice_ids(slices: list[str]) -> list[int]:
-    """Each worker's slice index, slices numbered in order of their lowest rank."""
-    order: dict[str, int] = {}
-    for name in slices:
-        order.setdefault(name, len(order))
-    return [order[name] for name in slices]
-
-
-class _TpuGlooBackend(Backend):
-    def on_start(self, worker_group: Any, backend_config: BackendConfig) -> None:
-        assert isinstance(backend_config, TpuGlooConfig)
-        n = len(worker_group)
-        infos = ray.get([worker_group.execute_single_async(i, _worker_info) for i in range(n)])
-        ids = slice_ids([info["slice"] for info in infos])
-        if len(set(ids)) != backend_config.num_slices:
-            raise RuntimeError(
-                f"workers landed on {len(set(ids))} slice(s) "
-                f"({sorted({i['slice'] for i in infos})}), expected {backend_config.num_slices}"
-            )
-        # Slice 0's worker 0 coordinates (as the TPU webhook would set it); if the TPU
-        # env is broken, the trainer's own check reports it, so any host of slice 0 does.
-        slice0 = [info for info, sid in zip(infos, ids, strict=True) if sid == 0]
-        coordinator = next((i["ip"] for i in slice0 if i["worker_id"] == "0"), slice0[0]["ip"])
-        futures = []
-        for rank, sid in enumerate(ids):
-            env: dict[str, str] = {}
-            if backend_config.num_slices > 1:
-                env = get_tpu_coordinator_env_vars(
-                    coordinator, backend_config.num_slices, sid, str(Ports.MEGASCALE)
-                )
-            futures.append(
-                worker_group.execute_single_async(
-                    rank, _setup_worker, env, infos[0]["ip"], int(infos[0]["port"]), rank, n
-                )
-            )
-        ray.get(futures)
-
-    def on_shutdown(self, worker_group: Any, backend_config: BackendConfig) -> None:
-        # Best effort: after a lost host some workers are already gone.
-        refs = [worker_group.execute_single_async(i, _teardown_worker)
-                for i in range(len(worker_group))]
-        ray.wait(refs, num_returns=len(refs), timeout=10)
-
-
-@dataclass
-class TpuGlooConfig(BackendConfig):
-    """A gloo process group plus ``MEGASCALE_*`` per worker; XLA does the rest."""
-
-    num_slices: int = 1
-
-    @property
-    def backend_cls(self) -> type[_TpuGlooBackend]:
-        return _TpuGlooBackend
 
 
 # -- the per-host loop, inside each Ray Train worker ------------------------------------
@@ -209,7 +108,6 @@ def launch(
     """
     t0 = time.perf_counter()
     shape = cfg.shape()
-    scaling = TrainScaling.of(cfg, opts.slice_group)
     progress_file = ProgressFile(f"{opts.storage_path.rstrip('/')}/{opts.run_name}")
     before = progress_file.read()
     here = ray.get_runtime_context().get_node_id()
@@ -223,29 +121,12 @@ def launch(
     writer = writer or MetricsWriter(
         Path(opts.metrics_out) if opts.metrics_out else None, cfg.steps, opts.progress
     )
-    common: dict[str, Any] = dict(
-        train_loop_config={"train": cfg.to_dict(), "sink": sink},
-        scaling_config=ScalingConfig(**scaling.scaling_config_kwargs()),
-        run_config=RunConfig(
-            name=opts.run_name,
-            storage_path=opts.storage_path,
-            failure_config=FailureConfig(max_failures=opts.max_failures),
-            checkpoint_config=CheckpointConfig(num_to_keep=2),
-        ),
-    )
-    trainer: DataParallelTrainer
     if cfg.framework == "jax":
-        # JaxTrainer's backend runs jax.distributed.initialize on every worker (and the
-        # MEGASCALE_* variables of multislice runs) before the loop starts.
-        from ray.train.v2.jax import JaxTrainer
-
         from .jax_launch import ray_jax_loop
 
-        trainer = JaxTrainer(ray_jax_loop, **common)
+        loop: Callable[[dict[str, Any]], None] = ray_jax_loop
     else:
-        trainer = DataParallelTrainer(
-            ray_train_loop, backend_config=TpuGlooConfig(num_slices=cfg.slices), **common
-        )
+        loop = ray_train_loop
 
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -272,13 +153,10 @@ def launch(
 
     pump_thread = threading.Thread(target=pump, name="raytpu-metrics", daemon=True)
     pump_thread.start()
-    if scaling.capacity_request:
-        _request_capacity(scaling.capacity_request)
     try:
-        trainer.fit()
+        fit_on_slices(loop, {"train": cfg.to_dict(), "sink": sink}, cfg, opts,
+                      jax=cfg.framework == "jax")
     finally:
-        if scaling.capacity_request:
-            _request_capacity([])  # let the idle timeout scale the group back down
         stop.set()
         pump_thread.join(timeout=30)
         if own_writer:
@@ -295,16 +173,6 @@ def launch(
     )
 
 
-def _request_capacity(request: list[dict[str, Any]]) -> None:
-    """Ask the autoscaler for the run's hosts (persistent until the next call; ``[]``
-    withdraws it). See :mod:`raytpu.workloads.scaling` for why Ray Train's own slice
-    reservation cannot scale a group up from zero."""
-    from ray.autoscaler.sdk import request_resources
-
-    request_resources(bundles=[r["resources"] for r in request],
-                      bundle_label_selectors=[r["label_selector"] for r in request])
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m raytpu.workloads.launcher [trainer flags] --storage-path gs://...``."""
     cfg, opts = from_argv(sys.argv[1:] if argv is None else argv)
@@ -312,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(TrainScaling.of(cfg, opts.slice_group).to_dict()))
         return 0
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
+    if opts.command:  # a user's command on every host, through the same gang path
+        from .command import launch_command
+
+        return launch_command(cfg, opts).exit_code
     result = launch(cfg, opts)
     print(
         f"done: step {result.last_step}/{cfg.steps} in {result.wall_s:.0f}s, "

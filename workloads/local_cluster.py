@@ -100,6 +100,11 @@ class LocalSlices:
     scratch: Path | None = None
     cpus_per_host: int = 1
     extra_env: dict[str, str] = field(default_factory=dict)
+    runtime_env: dict[str, object] | None = None
+    """The driver's job runtime environment (``ray.init(runtime_env=...)``): a working
+    directory travels to the hosts as on a stack's cluster."""
+    log_to_driver: bool = True
+    """Print the Ray processes' logs here (off where the caller prints the hosts' output)."""
     hosts: list[SimHost] = field(default_factory=list, init=False)
     _head_pgid: int | None = field(default=None, init=False)
     _owns_scratch: bool = field(default=False, init=False)
@@ -228,7 +233,8 @@ class LocalSlices:
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
         ray_auth.reload_from_env()
-        ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=True)
+        ray.init(address=self.address, logging_level=logging.WARNING,
+                 log_to_driver=self.log_to_driver, runtime_env=self.runtime_env)
         self.wait_for_hosts(len(self.hosts))
 
     def _ray_start(self, name: str, args: list[str], env: dict[str, str]) -> int:

@@ -13,11 +13,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from raytpu.facts.catalog import slice_shape
 
 from .config import LaunchOptions, TrainConfig
+
+if TYPE_CHECKING:
+    from .command import CommandResult
 from .local_cluster import LocalSlices, SimHost
 from .metrics import MetricsWriter
 
@@ -152,3 +155,21 @@ def run_local(
         replaced_at=killer.replaced_at if killer else None,
         resumed_at=killer.resumed_at if killer else None,
     )
+
+
+def run_local_command(
+    cfg: TrainConfig,
+    opts: LaunchOptions,
+    *,
+    runtime_env: dict[str, Any],
+    out: IO[str] | None = None,
+    scratch: Path | None = None,
+) -> CommandResult:
+    """``opts.command`` on simulated slices of ``cfg``'s exact shape (its topology and chips
+    per host), the job's ``runtime_env`` (working directory, env vars) as on a stack's
+    cluster, through the same launcher path; every process started is stopped after."""
+    from .command import launch_command
+
+    with LocalSlices(cfg.shape(), cfg.slices, scratch=scratch, runtime_env=runtime_env,
+                     log_to_driver=False):
+        return launch_command(cfg, opts, out=out)

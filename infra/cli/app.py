@@ -7,7 +7,9 @@ Stable contract (documented in README.md):
 * ``raytpu manifests --stack NAME --out DIR`` the Kubernetes objects the stack applies
 * ``raytpu catalog [GENERATION]``            the TPU shapes this package knows
 * ``raytpu train --local --tpu v4-16 ...``   the trainer on a simulated slice (CPU)
-* ``raytpu submit --stack NAME ...``         the trainer on the stack's RayCluster
+* ``raytpu submit --stack NAME ... [-- CMD]`` the trainer, or your command on every TPU host,
+  on the stack's RayCluster (``--team``: a Kueue-queued RayJob)
+* ``raytpu run --local --stack NAME ... -- CMD`` your command on a simulated slice (CPU)
 * ``raytpu cost --stack NAME [--json]``      the fleet's price, hourly and monthly
 * ``raytpu status --stack NAME [--json]``    live slices, Ray pods and queues (Kubernetes API)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from raytpu.cli import own_code
 from raytpu.workloads.config import LaunchOptions, ModelConfig, OptimConfig, TrainConfig
 from raytpu.workloads.train_options import BadFlags, build_config
 
@@ -135,7 +136,8 @@ def _exit_bad(problems: list[str]) -> typer.Exit:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``train`` and ``submit`` to the CLI."""
+    """Add ``train``, ``submit`` and ``run`` to the CLI."""
+    own_code.register(app)
 
     @app.command()
     @with_trainer_flags
@@ -212,7 +214,7 @@ def register(app: typer.Typer) -> None:
             line += f"; host kill -> first resumed step {report.kill_to_resume_s:.1f}s"
         print(line)
 
-    @app.command()
+    @app.command(context_settings=own_code.CONTEXT)
     @with_trainer_flags
     def submit(
         trainer: dict[str, Any],
@@ -246,12 +248,31 @@ def register(app: typer.Typer) -> None:
         ] = None,
         context: Annotated[str | None, typer.Option(
             "--context", help="--team: kubeconfig context")] = None,
+        image: Annotated[str | None, typer.Option(
+            "--image", help="--team: the Ray image by digest (default: the stack's)")] = None,
+        working_dir: own_code.WorkingDir = None,
+        requirements: Annotated[Path | None, typer.Option(
+            "--requirements", help="pip requirements file installed for the command")] = None,
+        env: own_code.EnvOpt = None,
+        command: own_code.CommandArg = None,
     ) -> None:
-        """Submit the trainer to the stack's RayCluster (Ray Job Submission API), or with
-        --team as a Kueue-queued RayJob in the team's namespace."""
+        """Submit the trainer, or your own command after `--` (one process per TPU host),
+        to the stack's RayCluster (Ray Job Submission API), or with --team as a RayJob
+        queued by Kueue in the team's namespace."""
         import json
 
         from raytpu.operations.submit import SubmitError, build_submission, send_submission
+
+        if command or working_dir is not None or requirements is not None or env:
+            defaults = {p.name: p.default for p in TRAINER_FLAGS}
+            own_code.submit_command(
+                stack=stack, stacks_dir=stacks_dir, address=address, slice_group=slice_group,
+                slices=slices, dry_run=dry_run, max_failures=max_failures, run_name=run_name,
+                team=team, kubeconfig=kubeconfig, context=context, image=image,
+                working_dir=working_dir, env=env or [], requirements=requirements,
+                command=command, ignored=own_code.trainer_flags_given(
+                    {**trainer, "log_every": log_every}, {**defaults, "log_every": 10}))
+            return
 
         if team is not None:
             from raytpu.operations.team_job import ApplyError, create_team_job, prepare_team_job
@@ -260,9 +281,13 @@ def register(app: typer.Typer) -> None:
                 job = prepare_team_job(
                     stack=stack, stacks_dir=stacks_dir, team=team, slice_group=slice_group,
                     slices=slices, run_name=run_name, max_failures=max_failures,
-                    trainer={**trainer, "log_every": log_every})
+                    trainer={**trainer, "log_every": log_every}, image=image,
+                    dry_run=dry_run)
             except BadFlags as e:
                 raise _exit_bad(e.problems) from None
+            except ApplyError as e:
+                print(f"error: {e}", file=sys.stderr)
+                raise typer.Exit(1) from None
             if dry_run:
                 print(json.dumps(job.manifest, indent=2))
                 return

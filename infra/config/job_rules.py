@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from raytpu.config.jobs import DNS1035, LAUNCH_OPTIONS, RAYJOB_NAME_MAX_LEN, JobConfig
+from raytpu.config.jobs import LAUNCH_OPTIONS, JobConfig
+from raytpu.facts.names import DNS_LABEL as DNS1035
+from raytpu.facts.names import RAYJOB_NAME_MAX_LEN
 
 if TYPE_CHECKING:
     from raytpu.config.stack import StackConfig

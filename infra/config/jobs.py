@@ -1,7 +1,8 @@
 """``raytpu:jobs``: training jobs a stack declares, each emitted as a ``ray.io/v1`` RayJob
 that creates its own RayCluster from one of the stack's slice groups (the GitOps path;
 ``raytpu submit`` stays the interactive one). The RayJob itself is rendered by
-:func:`raytpu.program.training_job.training_rayjob`.
+:func:`raytpu.program.training_job.training_rayjob` (with the one builder,
+:func:`raytpu.components.ray_job.build_rayjob`).
 
 A job's ``train`` takes the trainer's options under the names of ``raytpu submit``'s flags
 in camelCase (``steps``, ``nLayers``, ``batchPerHost``, ..., ``logEvery``, ``maxFailures``,
@@ -10,16 +11,9 @@ in camelCase (``steps``, ``nLayers``, ``batchPerHost``, ..., ``logEvery``, ``max
 
 from __future__ import annotations
 
-import re
-
 from pydantic import Field
 from raytpu.config.base import ConfigModel
 
-# KubeRay 1.7.0 utils/constant.go: MaxRayJobNameLength = MaxRayClusterNameLength (53) - 6,
-# room for the "-xxxxx" suffix of the RayCluster a RayJob creates; and a DNS-1035 label
-# (utils/validation.go ValidateRayJobMetadata).
-RAYJOB_NAME_MAX_LEN = 47
-DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 class TrainOptions(ConfigModel):
     """A job's ``train``: the trainer's options under ``raytpu submit``'s flag names in
@@ -52,7 +46,8 @@ class JobConfig(ConfigModel):
     """One entry of ``raytpu:jobs``."""
 
     name: str
-    """The RayJob's name: a DNS-1035 label of at most 47 characters."""
+    """The RayJob's name: a DNS-1035 label of at most 47 characters
+    (:data:`raytpu.facts.names.RAYJOB_NAME_MAX_LEN`)."""
     slice_group: str
     """The ``raytpu:slices`` entry (by ``name``) whose slices the job runs on."""
     slices: int | None = Field(None, ge=1)

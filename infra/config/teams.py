@@ -42,6 +42,11 @@ MEMBER_KINDS = ("user", "group", "serviceAccount")
 
 SliceCount = Annotated[int, Field(ge=0)]
 
+# A team RayJob's activeDeadlineSeconds unless its entry sets jobDeadlineSeconds: a stuck job
+# (a host that never comes up, a hung collective) gives its Kueue quota back within a day.
+# Runs resume from their checkpoints, so a longer run is resubmitted with the same run name.
+DEFAULT_JOB_DEADLINE_SECONDS = 24 * 3600
+
 
 class TeamConfig(ConfigModel):
     """One entry of ``raytpu:teams``: a research team sharing the stack's TPU slices."""
@@ -61,6 +66,10 @@ class TeamConfig(ConfigModel):
     bucket_access: BucketAccess = "prefix"
     """``prefix``: the team's own prefix of the stack's checkpoint bucket; ``bucket``: a
     bucket of its own."""
+    job_deadline_seconds: int = Field(DEFAULT_JOB_DEADLINE_SECONDS, ge=1, le=2**31 - 1)
+    """``activeDeadlineSeconds`` of the team's RayJobs: KubeRay fails a job this long after
+    Kueue admits it (reason ``DeadlineExceeded``, never retried) and deletes its cluster, so
+    the quota it holds (TPU slices included) is released."""
 
     @property
     def slice_groups(self) -> list[str]:

@@ -328,9 +328,17 @@ def _monitoring_cost_problems(cfg: StackConfig) -> list[str]:
     return problems
 
 
+class StructureError(ConfigError):
+    """Problems the models find; ``locs``: where (key paths, as the stack file writes them)."""
+
+    def __init__(self, problems: list[str], locs: list[tuple[int | str, ...]]) -> None:
+        super().__init__(problems)
+        self.locs = locs
+
+
 def structural_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
     """``raw`` parsed into the models (types, ranges, known keys). Raises
-    :class:`ConfigError` listing every problem a model finds, and the catalog's problems of
+    :class:`StructureError` listing every problem a model finds, and the catalog's problems of
     the well-formed slices.
 
     Keys outside the ``raytpu`` namespace other than ``gcp:project`` belong to providers
@@ -350,7 +358,7 @@ def structural_config(stack: str, raw: Mapping[str, Any]) -> StackConfig:
             with contextlib.suppress(ValidationError):  # already reported above
                 problems += _slice_problems(i, SliceGroupConfig.model_validate_json(
                     json.dumps(item)))
-        raise ConfigError(problems) from None
+        raise StructureError(problems, [tuple(err["loc"]) for err in e.errors()]) from None
 
 
 def semantic_problems(cfg: StackConfig) -> list[str]:

@@ -20,6 +20,10 @@ LOCATION = re.compile(r"^[a-z]+-[a-z]+\d+(-[a-z])?$")  # a region or a zone
 # letter, not ending with a hyphen (gcloud container clusters create). One check for the
 # stack config and GkeClusterArgs.
 CLUSTER_NAME_MAX_LEN = 40
+# KubeRay 1.7.0 utils/constant.go MaxRayJobNameLength = MaxRayClusterNameLength (53) - 6: room
+# for the "-xxxxx" suffix of the RayCluster a RayJob creates (a DNS-1035 label,
+# utils/validation.go ValidateRayJobMetadata).
+RAYJOB_NAME_MAX_LEN = 47
 # GCP project IDs: 6-30 characters, lowercase letters, digits and hyphens, starting with a
 # letter, not ending with a hyphen (Resource Manager "Creating and managing projects").
 PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")

@@ -9,8 +9,6 @@ stack selected), else the current kubectl context. What is read becomes a
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,17 +97,10 @@ class KubeReader:
 
 def _stack_kubeconfig(stack: str) -> str | None:
     """The stack output ``kubeconfig``, when the Pulumi CLI can give it."""
-    pulumi = shutil.which("pulumi")
-    if pulumi is None:
-        return None
-    try:
-        proc = subprocess.run(
-            [pulumi, "stack", "output", "kubeconfig", "--show-secrets", "--stack", stack],
-            capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = proc.stdout.strip()
-    return text if proc.returncode == 0 and text.startswith(("apiVersion", "{")) else None
+    from raytpu.operations.stack_outputs import stack_output
+
+    text = stack_output(stack, "kubeconfig", secret=True)
+    return text if text is not None and text.startswith(("apiVersion", "{")) else None
 
 
 def connect(stack: str, kubeconfig: Path | None, context: str | None) -> tuple[Any, str]:

@@ -1,9 +1,11 @@
-"""``raytpu submit``: the trainer as a Ray job on a stack's RayCluster.
+"""``raytpu submit``: the bundled trainer, or a user's own command on every host, as a Ray
+job on a stack's RayCluster.
 
 The submission is built from the stack's validated config (TPU shape, slices, bucket)
 and is plain data, so ``--dry-run`` prints it without contacting anything. The job's
 entrypoint is the launcher; the image (workloads/Dockerfile) already holds this package,
-so the runtime environment only carries environment variables.
+so the bundled trainer's runtime environment only carries environment variables, and a
+command's adds its working directory and requirements.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from raytpu.workloads import ray_auth
-from raytpu.workloads.config import LaunchOptions, to_argv
+from raytpu.workloads.config import LaunchOptions, TrainConfig, to_argv
 from raytpu.workloads.scaling import RUNTIME_ENV_VARS
 from raytpu.workloads.train_options import BadFlags, build_config
 
@@ -74,6 +76,33 @@ def load_stack(stack: str, stacks_dir: Path) -> Any:
         raise BadFlags(e.problems) from None
 
 
+def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None) -> tuple[Any, int]:
+    """The ``raytpu:slices`` entry (default the first) and the run's slice count (default
+    its count), checked against the entry. Raises :class:`BadFlags`."""
+    groups = {s.name: s for s in cfg.slices}
+    if slice_group is None:
+        group = cfg.slices[0]
+    elif slice_group in groups:
+        group = groups[slice_group]
+    else:
+        raise BadFlags([f"--slice-group: {slice_group!r} is not a slice of stack {cfg.stack!r}; "
+                        f"valid: {', '.join(groups)}"])
+    n_slices = group.initial_slices if slices is None else slices
+    if not 1 <= n_slices <= group.max_slices:
+        raise BadFlags([f"--slices: {n_slices} is outside 1..{group.max_slices} "
+                        f"(raytpu:slices entry {group.name!r})"])
+    return group, n_slices
+
+
+def slice_view(group: Any, slices: int) -> dict[str, Any]:
+    """What a submission runs on, as its ``--dry-run`` JSON shows it (one place for every
+    submission: the bundled trainer's and a user's command)."""
+    shape = group.shape
+    return {"slice_group": group.name, "slices": slices, "accelerator_type":
+            shape.accelerator_type, "topology": shape.topology, "hosts_per_slice": shape.hosts,
+            "hosts": shape.hosts * slices, "chips_per_host": shape.chips_per_vm}
+
+
 def build_submission(
     *,
     stack: str,
@@ -83,53 +112,59 @@ def build_submission(
     address: str,
     run_name: str,
     max_failures: int,
-    trainer: dict[str, Any],
+    trainer: dict[str, Any] | None = None,
     storage_path: str | None = None,
+    command: Any = None,
 ) -> Submission:
     """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`.
-    ``storage_path``: where checkpoints go (default the stack's; a team's own for --team)."""
+    ``storage_path``: where checkpoints go (default the stack's; a team's own for --team).
+    ``command``: a user's :class:`raytpu.operations.own_code.Command`, run on every host by
+    the launcher instead of the bundled trainer (``trainer`` is then unused)."""
     cfg = load_stack(stack, stacks_dir)
-    groups = {s.name: s for s in cfg.slices}
-    if slice_group is None:
-        group = cfg.slices[0]
-    elif slice_group in groups:
-        group = groups[slice_group]
-    else:
-        raise BadFlags([f"--slice-group: {slice_group!r} is not a slice of stack {stack!r}; "
-                        f"valid: {', '.join(groups)}"])
-    n_slices = group.initial_slices if slices is None else slices
-    if not 1 <= n_slices <= group.max_slices:
-        raise BadFlags([f"--slices: {n_slices} is outside 1..{group.max_slices} "
-                        f"(raytpu:slices entry {group.name!r})"])
+    group, n_slices = slice_group_of(cfg, slice_group, slices)
     if max_failures < 0:
         raise BadFlags([f"--max-failures: {max_failures} must not be negative"])
     shape = group.shape
     # The slice exactly as the stack declares it (topology, VM size), not catalog defaults.
-    train_cfg = build_config(
-        tpu=shape.accelerator_type, topology=shape.topology, machine_type=shape.machine_type,
-        slices=n_slices, check_data=False, **trainer
-    )
+    shape_of = {"tpu": shape.accelerator_type, "topology": shape.topology,
+                "machine_type": shape.machine_type, "slices": n_slices}
+    if command is None:
+        train_cfg = build_config(**shape_of, check_data=False, **(trainer or {}))
+    else:
+        train_cfg = TrainConfig(**shape_of)
     storage_path = storage_path or cfg.checkpoint_uri
     opts = LaunchOptions(
         storage_path=storage_path, run_name=run_name, max_failures=max_failures,
         progress=False,  # job logs are not a terminal
-        slice_group=group.name,
+        slice_group=group.name, command=tuple(command.argv) if command else (),
     )
     entrypoint = shlex.join(
         ["python", "-m", "raytpu.workloads.launcher", *to_argv(train_cfg, opts)]
     )
+    metadata = {"stack": stack, "run_name": run_name, "tpu": shape.accelerator_type,
+                "slice_group": group.name, "slices": str(n_slices)}
+    extra: dict[str, Any] = {"image": cfg.image, **slice_view(group, n_slices)}
+    if command is None:
+        env: dict[str, Any] = {"env_vars": dict(RUNTIME_ENV_VARS)}
+    else:
+        from raytpu.operations.own_code import runtime_env
+
+        env = runtime_env(command, base_env=dict(RUNTIME_ENV_VARS))
+        metadata["command"] = shlex.join(command.argv)
+        extra |= {"command": list(command.argv), "working_dir": {
+            "path": str(command.package.path), "zipped_bytes": command.package.bytes,
+            "limit_bytes": command.package.limit, "excludes": list(command.package.excludes)},
+            "queue": None}
     return Submission(
         address=address,
         entrypoint=entrypoint,
-        runtime_env={"env_vars": dict(RUNTIME_ENV_VARS)},
-        metadata={"stack": stack, "run_name": run_name, "tpu": shape.accelerator_type,
-                  "slice_group": group.name, "slices": str(n_slices)},
+        runtime_env=env,
+        metadata=metadata,
         cluster_name=cfg.ray.cluster_name,
         namespace=cfg.ray.namespace,
         storage_path=storage_path,
         auth=cfg.ray.auth,
-        extra={"image": cfg.image, "slice_group": group.name, "topology": shape.topology,
-               "hosts_per_slice": shape.hosts, "chips_per_host": shape.chips_per_vm},
+        extra=extra,
     )
 
 

@@ -1,4 +1,6 @@
-"""``raytpu submit --team T``: the trainer as a Kueue-queued RayJob in team T's namespace.
+"""``raytpu submit --team T``: a Kueue-queued RayJob in team T's namespace, for the bundled
+trainer or a user's own command alike, built by the one RayJob builder
+(:func:`raytpu.components.ray_job.build_rayjob`) from the stack's RayCluster Args.
 
 The RayJob brings its own RayCluster (head + the chosen slices, one worker group), which
 Kueue admits as one gang (head, all slices and the submitter, or nothing) against the
@@ -6,18 +8,17 @@ team's ClusterQueue, through the ``default`` LocalQueue of the team's namespace:
 
 * labels ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/priority-class`` (the team's
   ``priority``);
-* ``suspend: true``: nothing starts before Kueue admits it (Kueue unsuspends on admission,
-  whatever the value); KubeRay allows suspending only with ``shutdownAfterJobFinishes:
-  true``, which Kueue requires anyway (the cluster must give its quota back);
-* no autoscaling (Kueue v0.19 refuses ``enableInTreeAutoscaling`` without elastic
-  workloads): the worker group is fixed at the requested slices;
-* a hardened K8sJobMode submitter whose requests are those Kueue counts for the team's
-  CPU/memory quota (:mod:`raytpu.program.kueue_program`).
+* ``suspend: true``: nothing starts before Kueue admits it; KubeRay allows suspending only
+  with ``shutdownAfterJobFinishes: true``, which Kueue requires anyway (the cluster must give
+  its quota back);
+* ``activeDeadlineSeconds``: the team's ``jobDeadlineSeconds`` (default one day), counted
+  by KubeRay from admission, so a stuck job cannot hold the quota forever;
+* the image by digest, the one the stack's RayCluster runs: ``--image``, a digest-pinned
+  ``raytpu:ray.image``, else the stack output ``image`` (what ``pulumi up`` pushed).
 
-The cluster spec is rendered by the same component as the stack's RayCluster
-(:class:`~raytpu.components.tpu_ray_cluster.TpuRayCluster`), under the offline plan's mocks,
-so there is one builder of Ray pods. ``--dry-run`` prints the object; otherwise it is created
-through the official ``kubernetes`` client (imported lazily).
+``--dry-run`` prints the object and contacts nothing (not even the Pulumi backend: an image
+the stack builds then shows as a placeholder); otherwise it is created through the
+official ``kubernetes`` client (imported lazily).
 """
 
 from __future__ import annotations
@@ -26,16 +27,15 @@ import dataclasses
 import re
 from typing import Any
 
-import yaml
-from raytpu.facts.names import NODEPOOL_LABEL, SYSTEM_POOL
 from raytpu.workloads.train_options import BadFlags
 
-# KubeRay 1.7.0 utils.MaxRayJobNameLength: the RayCluster it creates is "<job>-<5 chars>",
-# within MaxRayClusterNameLength (53).
-MAX_JOB_NAME = 47
 RAY_GROUP, RAY_VERSION, RAYJOB_PLURAL = "ray.io", "v1", "rayjobs"
-SUBMISSION_MODE = "K8sJobMode"
 TEAM_LABEL = "raytpu.io/team"
+DIGEST = "@sha256:"
+
+
+class ApplyError(RuntimeError):
+    """The Kubernetes API refused the RayJob, or it or the stack's outputs are unreachable."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,28 +44,35 @@ class TeamJob:
     namespace: str
     name: str
     manifest: dict[str, Any]
+    queue: dict[str, str]
+    """Where Kueue queues it (the dry-run's ``queue``)."""
 
 
-def max_worker_groups(submission_mode: str = SUBMISSION_MODE) -> int:
+def max_worker_groups(submission_mode: str = "K8sJobMode") -> int:
     """Worker groups one Kueue-managed RayJob may have: Kueue v0.19 admits 18 PodSets
     (:data:`raytpu.facts.versions.KUEUE_MAX_POD_SETS`), less the head and, in K8sJobMode, the
     submitter Job (Kueue's own webhook counts only the head, so a K8sJobMode RayJob with 17
-    groups would pass it and then fail the Workload's podSets maxItems)."""
+    groups would pass it and then fail the Workload's podSets maxItems). The one builder
+    makes one group per job, well within it."""
     from raytpu.facts.versions import KUEUE_MAX_POD_SETS
 
     return KUEUE_MAX_POD_SETS - 1 - (1 if submission_mode == "K8sJobMode" else 0)
 
 
 def job_name(run_name: str) -> str:
-    """A RayJob name from the run name: a DNS label of at most :data:`MAX_JOB_NAME`."""
-    name = re.sub(r"[^a-z0-9-]+", "-", run_name.lower()).strip("-")[:MAX_JOB_NAME].rstrip("-")
+    """A RayJob name from the run name: a DNS label of at most the KubeRay limit."""
+    from raytpu.facts.names import RAYJOB_NAME_MAX_LEN
+
+    name = re.sub(r"[^a-z0-9-]+", "-", run_name.lower()).strip("-")[:RAYJOB_NAME_MAX_LEN]
+    name = name.rstrip("-")
     if not name or not name[0].isalpha():
         raise BadFlags([f"--run-name: {run_name!r} does not give a RayJob name (a DNS label "
                         "starting with a letter)"])
     return name
 
 
-def _team(cfg: Any, name: str) -> Any:
+def find_team(cfg: Any, name: str) -> Any:
+    """The ``raytpu:teams`` entry ``name``; BadFlags naming ``--team`` otherwise."""
     teams = {t.name: t for t in cfg.teams}
     if not teams:
         raise BadFlags([f"--team: stack {cfg.stack!r} declares no raytpu:teams; submit to its "
@@ -79,7 +86,7 @@ def _team(cfg: Any, name: str) -> Any:
 def team_slice_group(cfg: Any, team: str, slice_group: str | None) -> str:
     """The slice group a team job runs on (default: the team's first with quota, else with
     borrowing); BadFlags if the team has no quota or borrowing on it."""
-    t = _team(cfg, team)
+    t = find_team(cfg, team)
     if slice_group is None:
         usable = [g for g in t.slice_groups if t.quota.get(g) or t.borrowing.get(g)]
         return str((usable or t.slice_groups)[0])
@@ -89,7 +96,7 @@ def team_slice_group(cfg: Any, team: str, slice_group: str | None) -> str:
     return slice_group
 
 
-def _check_fits(team: Any, group: str, slices: int) -> None:
+def check_fits(team: Any, group: str, slices: int) -> None:
     most = team.quota.get(group, 0) + team.borrowing.get(group, 0)
     if slices > most:
         raise BadFlags([
@@ -98,100 +105,139 @@ def _check_fits(team: Any, group: str, slices: int) -> None:
             f"{team.borrowing.get(group, 0)} = {most} (raytpu:teams)"])
 
 
-def _cluster_spec(stack: str, raw: dict[str, Any], cfg: Any, team: Any, group: Any,
-                  slices: int, name: str) -> dict[str, Any]:
-    """The RayCluster spec of the job, as :class:`TpuRayCluster` renders it (offline)."""
-    from raytpu.components.ray_cluster_validation import args_problems
-    from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuWorkerGroup
+def queue_of(cfg: Any, team: str) -> dict[str, str]:
+    from raytpu.config.teams import LOCAL_QUEUE_NAME, cluster_queue_name, team_namespace
+
+    t = find_team(cfg, team)
+    return {"team": t.name, "namespace": team_namespace(t.name),
+            "local_queue": LOCAL_QUEUE_NAME, "cluster_queue": cluster_queue_name(t.name),
+            "priority": t.priority}
+
+
+def job_image(cfg: Any, image: str | None, *, offline: bool) -> str:
+    """The image a team RayJob runs, by digest: ``image`` (``--image``), a digest-pinned
+    ``raytpu:ray.image``, else the stack output ``image``. ``offline`` (``--dry-run``): an
+    image only the stack output knows is a placeholder naming where the digest comes from.
+    Raises BadFlags for an image not pinned by digest, ApplyError when the output is
+    unreadable."""
+    if image is not None:
+        if DIGEST not in image:
+            raise BadFlags([f"--image: {image!r} is not pinned by digest ({DIGEST}...); every "
+                            "host of a slice must run the same bits"])
+        return image
+    if cfg.ray.image and DIGEST in cfg.ray.image:
+        return str(cfg.ray.image)
+    if cfg.ray.image:
+        raise BadFlags([f"--image: the stack's raytpu:ray.image {cfg.ray.image!r} is not pinned "
+                        f"by digest; pin it ({DIGEST}...) or pass --image <ref>{DIGEST}..."])
+    if offline:
+        return (f"{cfg.image.rsplit(':', 1)[0]}{DIGEST}<digest of stack output 'image' of "
+                f"stack {cfg.stack}, read at submit>")
+    from raytpu.operations.stack_outputs import stack_output
+
+    found = stack_output(cfg.stack, "image")
+    if found is None or DIGEST not in found:
+        raise ApplyError(
+            f"cannot read the digest of the image of stack {cfg.stack!r} (pulumi stack output "
+            f"image --stack {cfg.stack}: {found or 'no output'}); run `pulumi up` first, or pass "
+            f"--image <ref>{DIGEST}...")
+    return found
+
+
+def team_rayjob(cfg: Any, team: str, *, group: str, slices: int, run_name: str,
+                entrypoint: str, runtime_env: dict[str, Any], job_metadata: dict[str, str],
+                image: str) -> TeamJob:
+    """The RayJob running ``entrypoint`` for ``team`` on ``slices`` slices of ``group``, its
+    cluster shaped as the stack's RayCluster shapes that group. Raises BadFlags."""
+    from raytpu.components.kueue_objects import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+    from raytpu.components.ray_job import TpuRayJobArgs, build_rayjob
     from raytpu.config.team_rules import team_checkpoint_uri
-    from raytpu.config.teams import TEAM_SERVICE_ACCOUNT, team_namespace
-    from raytpu.plan.engine import run_program
+    from raytpu.config.teams import LOCAL_QUEUE_NAME, TEAM_SERVICE_ACCOUNT, team_namespace
+    from raytpu.facts.names import SYSTEM_POOL
     from raytpu.program.ray_cluster_config import cluster_args
 
-    fixed = TpuWorkerGroup(name=group.name, shape=group.shape, min_slices=slices,
-                           max_slices=slices, initial_slices=slices)
-    args = dataclasses.replace(
-        cluster_args(cfg, gsa_email="team-gsa", system_pool=SYSTEM_POOL, create_namespace=False),
-        # KubeRay names the job's cluster "<job>-<5 characters>": its pod names are checked.
-        cluster_name=f"{name}-xxxxx", namespace=team_namespace(team.name),
-        service_account=TEAM_SERVICE_ACCOUNT, worker_groups=[fixed],
-        checkpoint_uri=team_checkpoint_uri(cfg, team), autoscaling=False,
-        dashboard_internal_lb=False, pod_monitoring=False)
-    problems = [str(p) for p in args_problems(args)]
-    if len(args.worker_groups) > max_worker_groups():
-        problems.append(f"--slice-group: {len(args.worker_groups)} worker groups, more than "
-                        f"the {max_worker_groups()} Kueue admits in one RayJob")
-    if problems:
-        raise BadFlags(problems)
-    def program() -> None:
-        TpuRayCluster("job", args)
-
-    result = run_program(stack, raw, program)
-    (cluster,) = [r for r in result.resources if r.type == "kubernetes:ray.io/v1:RayCluster"]
-    return dict(cluster.inputs["spec"])
-
-
-def submitter_template(image: str, system_pool: str = SYSTEM_POOL) -> dict[str, Any]:
-    """The K8sJobMode submitter pod: KubeRay's default container (it fills in the command),
-    hardened for the restricted Pod Security Standard, with KubeRay's default resources
-    (what Kueue counts for it)."""
-    from raytpu.components.ray_pod_templates import (
-        container_security_context,
-        pod_security_context,
-    )
-    from raytpu.program.kueue_program import SUBMITTER_REQUESTS
-
-    return {"spec": {
-        "restartPolicy": "Never",
-        "automountServiceAccountToken": False,  # it only talks to the Ray dashboard
-        "nodeSelector": {NODEPOOL_LABEL: system_pool},
-        "securityContext": pod_security_context(),
-        "containers": [{
-            "name": "ray-job-submitter",
-            "image": image,
-            "resources": {"requests": dict(SUBMITTER_REQUESTS),
-                          "limits": {"cpu": "1", "memory": "1Gi"}},
-            "securityContext": container_security_context(read_only_root=False),
-        }],
-    }}
+    t = find_team(cfg, team)
+    check_fits(t, group, slices)
+    name = job_name(run_name)
+    cluster = dataclasses.replace(
+        cluster_args(cfg, gsa_email="", system_pool=SYSTEM_POOL, create_namespace=False,
+                     image=image),
+        namespace=team_namespace(t.name), service_account=TEAM_SERVICE_ACCOUNT,
+        checkpoint_uri=team_checkpoint_uri(cfg, t))
+    args = TpuRayJobArgs(
+        name=name, cluster=cluster, group=group, slices=slices, entrypoint=entrypoint,
+        runtime_env=runtime_env, job_metadata={**job_metadata, "team": t.name},
+        labels={QUEUE_NAME_LABEL: LOCAL_QUEUE_NAME, PRIORITY_CLASS_LABEL: t.priority,
+                TEAM_LABEL: t.name},
+        suspend=True, shutdown_after_job_finishes=True,
+        active_deadline_seconds=t.job_deadline_seconds)
+    try:
+        built = build_rayjob(args)
+    except ValueError as e:
+        raise BadFlags(str(e).splitlines()) from None
+    return TeamJob(team=t.name, namespace=cluster.namespace, name=name,
+                   manifest=built.manifest(), queue=queue_of(cfg, t.name))
 
 
-def build_team_job(*, stack: str, raw: dict[str, Any], cfg: Any, team: str,
-                   submission: Any) -> TeamJob:
-    """The RayJob of ``submission`` (:class:`raytpu.operations.submit.Submission`) for
-    ``team``. Raises :class:`BadFlags`."""
-    from raytpu.components.kueue_objects import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
-    from raytpu.config.teams import LOCAL_QUEUE_NAME, team_namespace
+def prepare_team_job(*, stack: str, stacks_dir: Any, team: str, slice_group: str | None,
+                     slices: int | None, run_name: str, max_failures: int,
+                     trainer: dict[str, Any], image: str | None = None,
+                     dry_run: bool = False) -> TeamJob:
+    """The bundled trainer as ``team``'s RayJob, the flags validated against the stack and
+    its team. Raises BadFlags (ApplyError: the image digest cannot be read). ``slices``
+    defaults to 1: the smallest job the queue can admit."""
+    from raytpu.config.team_rules import team_checkpoint_uri
+    from raytpu.operations.submit import build_submission, load_stack
 
-    t = _team(cfg, team)
-    groups = {s.name: s for s in cfg.slices}
-    group = groups[submission.extra["slice_group"]]
-    slices = int(submission.metadata["slices"])
-    _check_fits(t, group.name, slices)
-    name = job_name(submission.metadata["run_name"])
-    namespace = team_namespace(t.name)
-    spec: dict[str, Any] = {
-        "suspend": True,
-        "shutdownAfterJobFinishes": True,
-        "submissionMode": SUBMISSION_MODE,
-        "entrypoint": submission.entrypoint,
-        "runtimeEnvYAML": yaml.safe_dump(submission.runtime_env, sort_keys=True),
-        "metadata": dict(submission.metadata, team=t.name),
-        "submitterPodTemplate": submitter_template(submission.extra["image"]),
-        "rayClusterSpec": _cluster_spec(stack, raw, cfg, t, group, slices, name),
-    }
-    manifest = {
-        "apiVersion": f"{RAY_GROUP}/{RAY_VERSION}", "kind": "RayJob",
-        "metadata": {"name": name, "namespace": namespace, "labels": {
-            QUEUE_NAME_LABEL: LOCAL_QUEUE_NAME, PRIORITY_CLASS_LABEL: t.priority,
-            TEAM_LABEL: t.name, "app.kubernetes.io/part-of": "raytpu"}},
-        "spec": spec,
-    }
-    return TeamJob(team=t.name, namespace=namespace, name=name, manifest=manifest)
+    cfg = load_stack(stack, stacks_dir)  # BadFlags for a bad stack file or config
+    group = team_slice_group(cfg, team, slice_group)
+    sub = build_submission(
+        stack=stack, stacks_dir=stacks_dir, slice_group=group,
+        slices=1 if slices is None else slices, address="", run_name=run_name,
+        max_failures=max_failures, trainer=trainer,
+        storage_path=team_checkpoint_uri(cfg, find_team(cfg, team)))
+    n = int(sub.metadata["slices"])
+    check_fits(find_team(cfg, team), group, n)  # every flag checked before the image is read
+    job_name(run_name)
+    return team_rayjob(cfg, team, group=group, slices=n, run_name=run_name,
+                       entrypoint=sub.entrypoint, runtime_env=sub.runtime_env,
+                       job_metadata=sub.metadata, image=job_image(cfg, image, offline=dry_run))
 
 
-class ApplyError(RuntimeError):
-    """The Kubernetes API refused the RayJob or could not be reached."""
+def prepare_team_command(*, stack: str, stacks_dir: Any, team: str, slice_group: str | None,
+                         slices: int | None, run_name: str, max_failures: int, command: Any,
+                         image: str | None = None,
+                         dry_run: bool = False) -> tuple[TeamJob, dict[str, Any]]:
+    """A user's command (:class:`raytpu.operations.own_code.Command`) as ``team``'s RayJob,
+    and the submission's ``--dry-run`` view. The RayJob's submitter runs in the cluster, so
+    the working directory goes to the team's checkpoint location first (``view
+    ["working_dir"]["uri"]``, :func:`raytpu.operations.own_code.upload`). Raises BadFlags
+    (ApplyError: the image digest cannot be read)."""
+    from raytpu.config.team_rules import team_checkpoint_uri
+    from raytpu.operations.own_code import runtime_env
+    from raytpu.operations.submit import build_submission, load_stack
+    from raytpu.workloads.scaling import RUNTIME_ENV_VARS
+
+    cfg = load_stack(stack, stacks_dir)
+    group = team_slice_group(cfg, team, slice_group)
+    storage = team_checkpoint_uri(cfg, find_team(cfg, team))
+    sub = build_submission(
+        stack=stack, stacks_dir=stacks_dir, slice_group=group,
+        slices=1 if slices is None else slices, address="", run_name=run_name,
+        max_failures=max_failures, storage_path=storage, command=command)
+    code = f"{storage}/{run_name}/code/{command.package.name}"
+    env = runtime_env(command, base_env=dict(RUNTIME_ENV_VARS), working_dir=code)
+    n = int(sub.metadata["slices"])
+    check_fits(find_team(cfg, team), group, n)  # every flag checked before the image is read
+    job_name(run_name)
+    the_image = job_image(cfg, image, offline=dry_run)
+    job = team_rayjob(cfg, team, group=group, slices=n,
+                      run_name=run_name, entrypoint=sub.entrypoint, runtime_env=env,
+                      job_metadata=sub.metadata, image=the_image)
+    view = sub.to_dict() | {"address": None, "runtime_env": env, "image": the_image,
+                            "queue": job.queue, "rayjob": job.manifest}
+    view["working_dir"] = dict(view["working_dir"], uri=code)
+    return job, view
 
 
 def apply_team_job(job: TeamJob, api_client: Any) -> str:
@@ -223,26 +269,6 @@ def _api_message(e: Any) -> str:
         return str(json.loads(e.body).get("message", "")).strip()
     except (TypeError, ValueError, AttributeError):
         return str(e.body or "").strip()
-
-
-def prepare_team_job(*, stack: str, stacks_dir: Any, team: str, slice_group: str | None,
-                     slices: int | None, run_name: str, max_failures: int,
-                     trainer: dict[str, Any]) -> TeamJob:
-    """Validate the flags against the stack and its team, and render the RayJob. Raises
-    :class:`BadFlags`. ``slices`` defaults to 1: the smallest job the queue can admit."""
-    from raytpu.config.file import load_stack_file
-    from raytpu.config.team_rules import team_checkpoint_uri
-    from raytpu.operations.submit import build_submission, load_stack
-
-    cfg = load_stack(stack, stacks_dir)  # BadFlags for a bad stack file or config
-    group = team_slice_group(cfg, team, slice_group)
-    t = _team(cfg, team)
-    sub = build_submission(
-        stack=stack, stacks_dir=stacks_dir, slice_group=group,
-        slices=1 if slices is None else slices, address="", run_name=run_name,
-        max_failures=max_failures, trainer=trainer, storage_path=team_checkpoint_uri(cfg, t))
-    return build_team_job(stack=stack, raw=load_stack_file(stack, stacks_dir), cfg=cfg,
-                          team=team, submission=sub)
 
 
 def create_team_job(job: TeamJob, *, stack: str, kubeconfig: Any, context: str | None) -> str:

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
 # pulumi.runtime.rpc's wire signature of a secret value.
@@ -93,3 +94,17 @@ def shown(value: Any, show_secrets: bool = False) -> str:
     if isinstance(text, dict | list):
         return json.dumps(text, separators=(",", ":"))
     return str(text)
+
+
+def plain(value: Any) -> Any:
+    """Protobuf Structs turn every number into a float: give integers back. An unknown
+    (``pulumi.output.Unknown`` in a preview's inputs) becomes the wire sentinel."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Unknown):
+        return UNKNOWN
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value

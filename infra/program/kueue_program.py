@@ -29,6 +29,7 @@ from raytpu.components.kueue_queues import (
     TpuFlavor,
     TpuQuota,
 )
+from raytpu.components.ray_job import SUBMITTER_RESOURCES
 from raytpu.config.fit import parse_quantity
 from raytpu.config.key_paths import Keys
 from raytpu.config.stack import StackConfig
@@ -36,10 +37,10 @@ from raytpu.config.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name
 from raytpu.facts.catalog import SliceShape
 from raytpu.facts.names import NODEPOOL_LABEL
 
-# KubeRay's default submitter container requests (kuberay ray-operator common/job.go
-# GetDefaultSubmitterContainer), which Kueue v0.19.2 counts for a K8sJobMode RayJob's
-# submitter PodSet (pkg/controller/jobs/rayjob/rayjob_controller.go defaultSubmitterResources).
-SUBMITTER_REQUESTS = {"cpu": "500m", "memory": "200Mi"}
+# The submitter requests the one RayJob builder sets (KubeRay's defaults), which Kueue v0.19.2
+# counts for a K8sJobMode RayJob's submitter PodSet (pkg/controller/jobs/rayjob/
+# rayjob_controller.go defaultSubmitterResources).
+SUBMITTER_REQUESTS = dict(SUBMITTER_RESOURCES["requests"])
 SUBMITTER_CPU = parse_quantity(SUBMITTER_REQUESTS["cpu"])
 SUBMITTER_MEMORY = parse_quantity(SUBMITTER_REQUESTS["memory"])
 

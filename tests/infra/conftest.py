@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 from infra_support import STACKS, STACKS_DIR
-from raytpu.plan.engine import _FAKE_CA, PlanResult, RecordingMocks, run_plan
+from raytpu.plan.engine import PlanResult, run_plan
+from raytpu.plan.mocks import _FAKE_CA, RecordingMocks
 
 GET_CLUSTER = "gcp:container/getCluster:getCluster"
 

@@ -25,7 +25,8 @@ from raytpu.components import (
     slice_shape,
 )
 from raytpu.components.existing_gke_cluster import STACK_OUTPUTS
-from raytpu.plan.engine import _FAKE_CA, PlanResult, RecordingMocks
+from raytpu.plan.engine import PlanResult
+from raytpu.plan.mocks import _FAKE_CA, RecordingMocks
 from test_gke_cluster import gke_args
 
 SA = f"tpu-nodes@{PROJECT}.iam.gserviceaccount.com"

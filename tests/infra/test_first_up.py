@@ -17,7 +17,8 @@ from pulumi.runtime.rpc import UNKNOWN
 from raytpu.components import CheckpointStorage, CheckpointStorageArgs, GkeCluster
 from raytpu.components import gke_cluster as gke_module
 from raytpu.components.project_services import API_OF_TYPE, api_of
-from raytpu.plan.engine import _FAKE_CA, PlannedResource, PlanResult, run_program
+from raytpu.plan.engine import PlannedResource, PlanResult, run_program
+from raytpu.plan.mocks import _FAKE_CA
 from raytpu.plan.tables import output_tables
 from raytpu.program import apis
 from test_gke_cluster import gke_args

@@ -18,7 +18,8 @@ import pytest
 from infra_support import PROJECT, REGION, ZONE, marker, run_alone
 from raytpu.components import gcp_resources as thin
 from raytpu.components.provider_inputs import drop_unset
-from raytpu.plan.engine import PlannedResource, RecordingMocks
+from raytpu.plan.engine import PlannedResource
+from raytpu.plan.mocks import RecordingMocks
 
 CLUSTER_ID = f"projects/{PROJECT}/locations/{ZONE}/clusters/c"
 

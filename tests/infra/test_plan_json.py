@@ -13,7 +13,7 @@ from raytpu.plan.engine import PlanResult
 from raytpu.plan.render import render_plan
 from rich.console import Console
 
-# What the fake-output mocks invent (raytpu.plan.engine._fake_outputs): none may reach the plan.
+# What the fake-output mocks invent (raytpu.plan.mocks._fake_outputs): none may reach the plan.
 FAKES = ("/mock/", "34.0.0.2", "10.0.0.2", "1.34.1-gke", "gke-0123456789abcdef", "mock-token",
          "-id\"", "BEGIN CERTIFICATE", "4dabf18193072939515e22adb298388d")
 

@@ -26,7 +26,9 @@ from raytpu.plan.objects import objects
 from typer.testing import CliRunner
 
 sys.path.insert(0, str(REPO / "tests" / "ray"))  # the KubeRay CRD and Pod validators
+from pod_security import restricted_problems
 from ray_support import crd_problems, pod_templates, validate_pod
+from raytpu.config.teams import DEFAULT_JOB_DEADLINE_SECONDS
 
 CONFIG: dict[str, Any] = {
     "gcp:project": "acme-ml",
@@ -54,12 +56,17 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+# What `pulumi up` pushed: the stack output `image` (faked where a test submits).
+IMAGE = ("us-west4-docker.pkg.dev/acme-ml/raytpu/raytpu:0.1.0@sha256:"
+         "4f2a81c0e5b7d9a3c6f1e8b2d4a7c9e0f3b5d8a1c4e7f0b2d5a8c1e4f7a0b3d6")
+
+
 def _job(stacks: Path, team: str = "vision", **kw: Any) -> TeamJob:
     from raytpu.cli.workloads import TRAINER_FLAGS  # the CLI's defaults
 
     trainer = {p.name: p.default for p in TRAINER_FLAGS} | {"log_every": 10}
     args: dict[str, Any] = {"slice_group": None, "slices": None, "run_name": "Run 7",
-                            "max_failures": 3, "trainer": trainer} | kw
+                            "max_failures": 3, "trainer": trainer, "image": IMAGE} | kw
     return prepare_team_job(stack="t", stacks_dir=stacks, team=team, **args)
 
 
@@ -86,7 +93,11 @@ def test_the_rayjob_is_queued_suspended_and_valid(stacks: Path) -> None:
     for where, template in pod_templates(m):
         assert validate_pod(where, template) == []
         # The team namespace enforces the restricted Pod Security Standard.
-        assert template["spec"]["securityContext"]["runAsNonRoot"] is True, where
+        assert restricted_problems(template["spec"]) == [], where
+        # Every Ray pod and the submitter run the stack's image by digest.
+        assert [c["image"] for c in template["spec"]["containers"]] == [IMAGE], where
+    # A stuck job gives its quota back: KubeRay fails it a day after admission by default.
+    assert spec["activeDeadlineSeconds"] == DEFAULT_JOB_DEADLINE_SECONDS == 86400
 
 
 def test_kueue_admits_it_as_one_gang_within_the_team_quota(stacks: Path) -> None:
@@ -157,10 +168,113 @@ def test_bad_team_flags_exit_2(stacks: Path, args: list[str], expected: str) -> 
 
 def test_dry_run_prints_the_rayjob(stacks: Path) -> None:
     result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(stacks),
-                                      "--team", "vision", "--dry-run", "--run-name", "r1"])
+                                      "--team", "vision", "--dry-run", "--run-name", "r1",
+                                      "--image", IMAGE])
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout[result.stdout.index("{"):])
     assert printed == _job(stacks, run_name="r1").manifest
+
+
+def test_dry_run_reads_no_stack_output_and_never_names_a_tag(
+        stacks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import raytpu.operations.stack_outputs
+
+    def contacted(*a: Any, **kw: Any) -> str:
+        raise AssertionError("a dry run read the stack's outputs")
+
+    monkeypatch.setattr(raytpu.operations.stack_outputs, "stack_output", contacted)
+    result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(stacks),
+                                      "--team", "vision", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout[result.stdout.index("{"):])
+    images = {c["image"] for _, t in pod_templates(printed) for c in t["spec"]["containers"]}
+    (image,) = images
+    assert image.startswith("us-west4-docker.pkg.dev/acme-ml/raytpu/raytpu@sha256:<digest of "
+                            "stack output 'image' of stack t"), image
+
+
+def test_submit_runs_the_digest_the_stack_pushed(
+        stacks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import raytpu.operations.stack_outputs
+    import raytpu.operations.status
+
+    asked: list[tuple[str, str]] = []
+
+    def output(stack: str, key: str, **_: Any) -> str:
+        asked.append((stack, key))
+        return IMAGE
+
+    api_client, pool = _client(201)
+    monkeypatch.setattr(raytpu.operations.status, "connect", lambda *a: (api_client, "test"))
+    monkeypatch.setattr(raytpu.operations.stack_outputs, "stack_output", output)
+    result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(stacks),
+                                      "--team", "vision", "--run-name", "Run 7"])
+    assert result.exit_code == 0, result.output
+    assert asked == [("t", "image")]
+    created = pool.calls[0][2]
+    assert {c["image"] for _, t in pod_templates(created) for c in t["spec"]["containers"]} == {
+        IMAGE}
+
+
+def test_without_a_digest_nothing_is_created(
+        stacks: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import raytpu.operations.stack_outputs
+    import raytpu.operations.status
+
+    monkeypatch.setattr(raytpu.operations.stack_outputs, "stack_output", lambda *a, **k: None)
+    monkeypatch.setattr(raytpu.operations.status, "connect", lambda *a: pytest.fail("contacted"))
+    result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(stacks),
+                                      "--team", "vision"])
+    assert result.exit_code == 1
+    assert "cannot read the digest of the image of stack 't'" in result.output
+
+
+def test_a_tag_is_refused_as_the_image(stacks: Path) -> None:
+    result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(stacks),
+                                      "--team", "vision", "--dry-run", "--image", "r/ray:1.0"])
+    assert result.exit_code == 2
+    assert "--image: 'r/ray:1.0' is not pinned by digest" in result.output
+
+
+def test_the_deadline_is_the_teams_key(tmp_path: Path) -> None:
+    teams = [dict(CONFIG["raytpu:teams"][0], jobDeadlineSeconds=7200),
+             CONFIG["raytpu:teams"][1]]
+    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump(
+        {"config": {**CONFIG, "raytpu:teams": teams}}))
+    assert _job(tmp_path).manifest["spec"]["activeDeadlineSeconds"] == 7200
+    assert _job(tmp_path, team="speech").manifest["spec"]["activeDeadlineSeconds"] == 86400
+    teams[0]["jobDeadlineSeconds"] = 0
+    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump(
+        {"config": {**CONFIG, "raytpu:teams": teams}}))
+    result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(tmp_path),
+                                      "--team", "vision", "--dry-run"])
+    assert result.exit_code == 2
+    assert "raytpu:teams[0].jobDeadlineSeconds" in result.output
+
+
+def test_team_and_stack_jobs_come_from_one_builder(stacks: Path) -> None:
+    """A raytpu:jobs RayJob and a team RayJob of the same group: the same pod templates
+    (security contexts, volumes, resources, selectors), only where and as whom differ."""
+    from raytpu.config.jobs import JobConfig
+    from raytpu.config.validate import parse_stack_config
+    from raytpu.program.training_job import training_rayjob
+
+    cfg = parse_stack_config("t", CONFIG)
+    stack_job = training_rayjob(cfg, JobConfig(name="run-7", slice_group="pod16", slices=1),
+                                image=IMAGE).manifest()
+    team_job = _job(stacks).manifest
+    assert crd_problems(stack_job) == crd_problems(team_job) == []
+    ours, theirs = dict(pod_templates(stack_job)), dict(pod_templates(team_job))
+    assert ours.keys() == theirs.keys()
+    for where, template in ours.items():
+        a, b = template["spec"], theirs[where]["spec"]
+        assert a["securityContext"] == b["securityContext"], where
+        for ca, cb in zip(a["containers"], b["containers"], strict=True):
+            assert ca["securityContext"] == cb["securityContext"], where
+            assert ca["securityContext"]["readOnlyRootFilesystem"] is True, where
+            assert (ca["image"], ca["resources"]) == (cb["image"], cb["resources"]), where
+        assert a["volumes"] == b["volumes"] and a.get("nodeSelector") == b.get("nodeSelector")
+        assert (a["serviceAccountName"], b["serviceAccountName"]) == ("ray-workload", "ray-team")
 
 
 def test_no_teams_no_team_jobs(tmp_path: Path) -> None:
@@ -229,7 +343,8 @@ def test_submit_team_applies_through_the_stack_credentials(
     api_client, pool = _client(201)
     monkeypatch.setattr(raytpu.operations.status, "connect", lambda *a: (api_client, "test"))
     result = CliRunner().invoke(app, ["submit", "--stack", "t", "--stacks-dir", str(stacks),
-                                      "--team", "vision", "--run-name", "Run 7"])
+                                      "--team", "vision", "--run-name", "Run 7",
+                                      "--image", IMAGE])
     assert result.exit_code == 0, result.output
     assert "vision/run-7" in result.stdout
     assert pool.calls[0][2]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
@@ -240,3 +355,18 @@ def test_worker_group_limit_is_kueues_podset_limit() -> None:
     assert max_worker_groups("K8sJobMode") == 16
     assert max_worker_groups("SidecarMode") == 17
     assert job_name("A" * 60) == "a" * 47
+
+
+def test_the_digest_is_read_from_the_stack_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from raytpu.operations.stack_outputs import stack_output
+
+    fake = tmp_path / "pulumi"
+    # Answers only the exact call raytpu makes; anything else fails.
+    fake.write_text("#!/bin/sh\n"
+                    '[ "$*" = "stack output image --stack t" ] || exit 3\n'
+                    f"echo {IMAGE}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert stack_output("t", "image") == IMAGE
+    assert stack_output("t", "image", secret=True) is None  # exit 3: not the call it knows

@@ -113,3 +113,47 @@ def test_prod_eval_group_is_two_hosts_of_four_chips(
     _, scaling = _dry_runs(tmp_path, STACKS["stacks/prod"], "v5e-8-eval", None, capsys)
     assert (scaling["num_workers"], scaling["resources_per_worker"]["TPU"]) == (2, 4)
     assert _group(plans["stacks/prod"], "v5e-8-eval")["numOfHosts"] == 2
+
+
+@pytest.mark.parametrize(("stack", "group_name"), CASES)
+def test_own_code_dry_run_agrees_with_the_worker_group(
+    stack: str, group_name: str, plans: dict[str, PlanResult], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``raytpu submit --dry-run -- CMD``: the same launcher path, the same shape, and the
+    command reaching every host unchanged."""
+    from raytpu.cli.app import app
+    from typer.testing import CliRunner
+
+    (tmp_path / "Pulumi.s.yaml").write_text(yaml.safe_dump({"config": STACKS[stack]}))
+    work = tmp_path / "code"
+    work.mkdir()
+    (work / "train.py").write_text("print('hi')\n")
+    group = _group(plans[stack], group_name)
+    cfg = next(s for s in plans[stack].config.slices if s.name == group_name)
+    command = ["python", "train.py", "--lr", "3", "--", "x y"]
+    result = CliRunner().invoke(app, [
+        "submit", "--stack", "s", "--stacks-dir", str(tmp_path), "--slice-group", group_name,
+        "--slices", str(cfg.max_slices), "--working-dir", str(work), "--env", "A=1",
+        "--dry-run", "--", *command])
+    assert result.exit_code == 0, result.output
+    sub = json.loads(result.stdout)
+    argv = shlex.split(sub["entrypoint"])
+    assert argv[:3] == ["python", "-m", "raytpu.workloads.launcher"]
+    cut = argv.index("--")
+    assert argv[cut + 1:] == command == sub["command"]
+    capsys.readouterr()
+    assert launcher.main([*argv[3:cut], "--dry-run"]) == 0
+    scaling = json.loads(capsys.readouterr().out)
+    (container,) = group["template"]["spec"]["containers"]
+    chips = int(container["resources"]["limits"][TPU_RESOURCE])
+    assert (scaling["num_workers"], scaling["chips_per_host"], scaling["slice_group"]) == (
+        group["numOfHosts"] * cfg.max_slices, chips, group_name)
+    assert (sub["hosts_per_slice"], sub["hosts"], sub["slices"], sub["chips_per_host"]) == (
+        group["numOfHosts"], group["numOfHosts"] * cfg.max_slices, cfg.max_slices, chips)
+    assert sub["topology"] == scaling["topology"] == group["template"]["spec"][
+        "nodeSelector"][TOPOLOGY_LABEL]
+    assert cfg.max_slices <= group["maxReplicas"]
+    env = sub["runtime_env"]
+    assert env["working_dir"] == str(work.resolve()) and env["env_vars"]["A"] == "1"
+    assert ".git" in env["excludes"] and sub["queue"] is None

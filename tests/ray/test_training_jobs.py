@@ -5,6 +5,7 @@ the same builder renders a plain manifest (``raytpu submit --team``)."""
 from __future__ import annotations
 
 import copy
+import re
 import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -15,7 +16,6 @@ import yaml
 from pod_security import restricted_problems
 from ray_support import RAYJOB, SAMPLES, as_object, plan_ray, pod_templates, validate_pod
 from raytpu.components.ray_resources import RayClusterSpecArgs, RayJobSpecArgs
-from raytpu.config.jobs import JobConfig
 from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config
 from raytpu.facts.names import SLICE_GROUP_LABEL
@@ -110,14 +110,39 @@ def test_manifest_is_what_the_stack_declares(plan: PlanResult) -> None:
 
 
 def test_manifest_carries_extra_labels_and_namespace() -> None:
+    import dataclasses
+
+    from raytpu.components.ray_job import TpuRayJobArgs, build_rayjob
+    from raytpu.program.ray_cluster_config import cluster_args
+
     cfg = parse_stack_config("dev", RAW)
-    job = JobConfig(name="team-run", slice_group="pod16", slices=1, train={"steps": 3})
-    m = training_rayjob(cfg, job, namespace="team-a", service_account="team-a-ray",
-                        labels={"kueue.x-k8s.io/queue-name": "team-a"}).manifest()
+    cluster = dataclasses.replace(cluster_args(cfg, gsa_email=""), namespace="team-a",
+                                  service_account="team-a-ray")
+    m = build_rayjob(TpuRayJobArgs(
+        name="team-run", cluster=cluster, group="pod16", slices=1, entrypoint="python x.py",
+        labels={"kueue.x-k8s.io/queue-name": "team-a"}, suspend=True)).manifest()
     assert m["metadata"]["namespace"] == "team-a"
     assert m["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+    assert m["spec"]["suspend"] is True
     for _, template in pod_templates(m):
         assert template["spec"]["serviceAccountName"] == "team-a-ray"
+
+
+def test_the_builder_refuses_what_kuberay_refuses() -> None:
+    from raytpu.components.ray_job import TpuRayJobArgs, build_rayjob
+    from raytpu.program.ray_cluster_config import cluster_args
+
+    cluster = cluster_args(parse_stack_config("dev", RAW), gsa_email="")
+    base = {"cluster": cluster, "group": "pod16", "slices": 1, "entrypoint": "python x.py"}
+    for kwargs, needle in [
+        ({"name": "x" * 48}, "name: '" + "x" * 48 + "' must be a DNS label of at most 47"),
+        ({"name": "r", "group": "nope"}, "group: 'nope' is not a worker group; valid: pod16"),
+        ({"name": "r", "slices": 0}, "slices: 0 must be at least 1"),
+        ({"name": "r", "suspend": True, "shutdown_after_job_finishes": False},
+         "suspend: only with rayClusterSpec and shutdownAfterJobFinishes"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            build_rayjob(TpuRayJobArgs(**{**base, **kwargs}))
 
 
 def test_manifests_command_writes_the_rayjobs(plan: PlanResult, tmp_path: Path) -> None:
