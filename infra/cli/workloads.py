@@ -261,7 +261,12 @@ def register(app: typer.Typer) -> None:
         queued by Kueue in the team's namespace."""
         import json
 
-        from raytpu.operations.submit import SubmitError, build_submission, send_submission
+        from raytpu.operations.submit import (
+            DoesNotFit,
+            SubmitError,
+            build_submission,
+            send_submission,
+        )
 
         if command or working_dir is not None or requirements is not None or env:
             defaults = {p.name: p.default for p in TRAINER_FLAGS}
@@ -306,6 +311,10 @@ def register(app: typer.Typer) -> None:
                 address=address, run_name=run_name, max_failures=max_failures,
                 trainer={**trainer, "log_every": log_every},
             )
+        except DoesNotFit as e:
+            if dry_run:  # the numbers as JSON too, then the refusal
+                print(json.dumps(e.submission.to_dict(), indent=2))
+            raise _exit_bad(e.problems) from None
         except BadFlags as e:
             raise _exit_bad(e.problems) from None
         print(sub.port_forward_hint, file=sys.stderr)

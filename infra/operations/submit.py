@@ -26,6 +26,16 @@ class SubmitError(RuntimeError):
     """The Job Submission API could not be reached or refused the job."""
 
 
+class DoesNotFit(BadFlags):
+    """The bundled trainer's model does not fit the slice (:mod:`raytpu.workloads.fit`):
+    the refusal's lines, and the submission it would have been (its ``fit`` has the
+    numbers, which ``--dry-run`` still prints)."""
+
+    def __init__(self, problems: list[str], submission: Submission) -> None:
+        super().__init__(problems)
+        self.submission = submission
+
+
 @dataclass(frozen=True)
 class Submission:
     address: str
@@ -144,7 +154,14 @@ def build_submission(
     metadata = {"stack": stack, "run_name": run_name, "tpu": shape.accelerator_type,
                 "slice_group": group.name, "slices": str(n_slices)}
     extra: dict[str, Any] = {"image": cfg.image, **slice_view(group, n_slices)}
+    refusal = None
     if command is None:
+        from raytpu.workloads.fit import check_run
+
+        # Bytes per chip and FLOPs per step of this model on this slice, before anything
+        # is contacted; a job that cannot fit is refused (a user's own command is not ours
+        # to size).
+        extra["fit"], refusal = check_run(train_cfg, shape)
         env: dict[str, Any] = {"env_vars": dict(RUNTIME_ENV_VARS)}
     else:
         from raytpu.operations.own_code import runtime_env
@@ -155,7 +172,7 @@ def build_submission(
             "path": str(command.package.path), "zipped_bytes": command.package.bytes,
             "limit_bytes": command.package.limit, "excludes": list(command.package.excludes)},
             "queue": None}
-    return Submission(
+    sub = Submission(
         address=address,
         entrypoint=entrypoint,
         runtime_env=env,
@@ -166,6 +183,9 @@ def build_submission(
         auth=cfg.ray.auth,
         extra=extra,
     )
+    if refusal is not None:
+        raise DoesNotFit(refusal, sub)
+    return sub
 
 
 def send_submission(sub: Submission) -> str:

@@ -1,0 +1,69 @@
+"""`raytpu submit --model PRESET --dry-run` carries the fit estimate; a job that cannot fit
+its slice is refused (exit 2) with the numbers and the smallest shape that fits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from raytpu.cli.app import app
+from raytpu.facts.catalog import GENERATIONS, slice_shape
+from typer.testing import CliRunner
+
+EIGHT_B = ["--model", "8b", "--seq-len", "2048", "--batch-per-host", "4", "--remat"]
+
+
+def _stacks(tmp_path: Path) -> Path:
+    d = tmp_path / "stacks"
+    d.mkdir()
+    config = {
+        "gcp:project": "proj-1",
+        "raytpu:zone": "us-west4-a",
+        "raytpu:slices": [{"name": "small", "tpu": "v5litepod-8"},
+                          {"name": "big", "tpu": "v5litepod-32"}],
+        "raytpu:ray": {"clusterName": "rc-test", "namespace": "ray-ns"},
+        "raytpu:storage": {"bucket": "ckpt-bucket"},
+    }
+    (d / "Pulumi.t1.yaml").write_text(yaml.safe_dump({"config": config}))
+    return d
+
+
+def _submit(tmp_path: Path, group: str, *flags: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["submit", "--stack", "t1", "--stacks-dir",
+                                      str(_stacks(tmp_path)), "--slice-group", group,
+                                      "--dry-run", *flags])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_8b_is_refused_on_a_slice_too_small(tmp_path: Path) -> None:
+    code, out, err = _submit(tmp_path, "small", *EIGHT_B)
+    assert code == 2
+    fit = json.loads(out)["fit"]  # the dry run still shows the numbers
+    assert fit["fits"] is False
+    assert fit["hbm_per_chip"] == GENERATIONS["v5e"].hbm_bytes_per_chip
+    assert fit["peak_flops"] == slice_shape("v5litepod-8").peak_bf16_flops
+    assert fit["bytes_per_chip"]["total"] > 0.9 * fit["hbm_per_chip"]
+    assert fit["smallest_fitting"] == "v5litepod-32"
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("error: --model 8b: does not fit v5litepod-8 (2x4): ")
+    assert "(cloud.google.com/tpu/docs/v5e)" in lines[0]
+    assert lines[1].startswith("error: the smallest that fits is v5litepod-32")
+
+
+def test_8b_is_accepted_on_a_slice_that_fits(tmp_path: Path) -> None:
+    code, out, err = _submit(tmp_path, "big", *EIGHT_B)
+    assert code == 0, err
+    fit = json.loads(out)["fit"]
+    assert fit["fits"] is True and fit["chips"] == 32
+    kinds = {"params", "grads", "optimizer", "activations", "total"}
+    assert set(fit["bytes_per_chip"]) == kinds
+    assert fit["bytes_per_chip"]["total"] <= 0.9 * fit["hbm_per_chip"]
+    assert fit["flops_per_step"] > 0
+
+
+def test_the_default_byte_gpt_fits_and_says_so(tmp_path: Path) -> None:
+    code, out, err = _submit(tmp_path, "small")
+    assert code == 0, err
+    fit = json.loads(out)["fit"]
+    assert fit["fits"] is True and fit["fsdp"] is False
