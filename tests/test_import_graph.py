@@ -26,8 +26,12 @@ ALLOWED: dict[str, set[str]] = {
                     "raytpu.program", "raytpu.policy"},
     "raytpu.operations": {"raytpu.facts", "raytpu.components", "raytpu.workloads",
                           "raytpu.config", "raytpu.program", "raytpu.policy", "raytpu.plan"},
+    "raytpu.rehearse": {"raytpu.facts", "raytpu.components", "raytpu.workloads",
+                        "raytpu.config", "raytpu.program", "raytpu.policy", "raytpu.plan",
+                        "raytpu.operations"},
     "raytpu.cli": {"raytpu.facts", "raytpu.components", "raytpu.workloads", "raytpu.config",
-                   "raytpu.program", "raytpu.policy", "raytpu.plan", "raytpu.operations"},
+                   "raytpu.program", "raytpu.policy", "raytpu.plan", "raytpu.operations",
+                   "raytpu.rehearse"},
     "raytpu": {"raytpu.cli"},  # raytpu/__init__ (nothing) and __main__ (the CLI)
 }
 
