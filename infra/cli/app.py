@@ -12,6 +12,8 @@ Stable contract (documented in README.md):
 * ``raytpu run --local --stack NAME ... -- CMD`` your command on a simulated slice (CPU)
 * ``raytpu cost --stack NAME [--json]``      the fleet's price, hourly and monthly
 * ``raytpu status --stack NAME [--json]``    live slices, Ray pods and queues (Kubernetes API)
+* ``raytpu rehearse [--build] [--stack NAME]`` the stack on a local control plane (built
+  from Go modules at pinned versions)
 
 Exit codes: 0 success, 2 bad input (config or flags; one line per problem on stderr),
 3 a mandatory policy violation (``plan``), 1 anything else. Heavy imports (pulumi, torch,
@@ -29,6 +31,7 @@ from typing import Annotated, Any
 import typer
 from raytpu.cli.fleet import cost_command, status_command
 from raytpu.cli.options import StackOpt, StacksDirOpt
+from raytpu.cli.rehearse import rehearse_command
 from raytpu.cli.workloads import register as register_workload_commands
 from typer.core import TyperGroup
 
@@ -163,6 +166,7 @@ def catalog(
 register_workload_commands(app)
 app.command("cost")(cost_command)
 app.command("status")(status_command)
+app.command("rehearse")(rehearse_command)
 
 
 # Commands done in a second or two run without the cyclic garbage collector, which otherwise

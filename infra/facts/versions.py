@@ -7,6 +7,7 @@ how a reviewer sees an upgrade in a pull request.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 # Ray: one version for the package's workloads extra (pyproject.toml), the container
 # image (workloads/Dockerfile) and the RayCluster's rayVersion. tests/ check they agree.
@@ -82,6 +83,53 @@ CHARTS: dict[str, HelmChart] = {
     "kueue": HelmChart("kueue", KUEUE_VERSION, "oci://registry.k8s.io/kueue/charts"),
 }
 
+
+
+# The local control plane of `raytpu rehearse`: each component built from its Go module at
+# this version (raytpu.rehearse.build), into a cache outside the repository. Kubernetes and
+# Kueue match the libraries of the operators the stacks pin (KubeRay 1.7.0 and Kueue 0.19.2
+# build against k8s.io 0.36); etcd >= 3.5.13 has the RequestWatchProgress that
+# kube-apiserver >= 1.35 requires.
+@dataclass(frozen=True)
+class GoComponent:
+    """One component of the rehearsal's control plane and how its binaries are built."""
+
+    name: str
+    """The cache folder's prefix (``<name>-<version>``)."""
+    module: str
+    """The Go module the binaries come from."""
+    version: str
+    """The module's version (a Go version, ``v`` first)."""
+    binaries: tuple[str, ...]
+    """What the build leaves in the component's ``bin/``."""
+    recipe: Literal["install", "wrapper", "kubernetes"]
+    """``install``: ``go install PKG@VERSION``; ``wrapper``: a module of our own requiring
+    it (its go.mod has replace directives, which ``go install`` refuses); ``kubernetes``: a
+    wrapper that also replaces every staging module pinned at ``v0.0.0``."""
+    packages: tuple[str, ...]
+    """The main packages, one per binary."""
+
+
+KUBERNETES_VERSION = "1.36.3"
+# The module proxy lists ray-operator v1.7.0 but refuses its download (403 "not available",
+# 2026-12-05); v1.5.0 is the newest it serves. The stacks keep KUBERAY_VERSION: the
+# rehearsal says which operator it ran and what 1.5.0 lacks (README "Rehearse a stack").
+REHEARSAL_KUBERAY_VERSION = "1.5.0"
+_KR = "github.com/ray-project/kuberay/ray-operator"
+REHEARSAL_COMPONENTS: tuple[GoComponent, ...] = (
+    GoComponent("etcd", "go.etcd.io/etcd/server/v3", "v3.6.13", ("etcd",), "wrapper",
+                ("go.etcd.io/etcd/server/v3",)),
+    GoComponent("kubernetes", "k8s.io/kubernetes", f"v{KUBERNETES_VERSION}",
+                ("kube-apiserver", "kube-controller-manager", "kube-scheduler"), "kubernetes",
+                tuple(f"k8s.io/kubernetes/cmd/{b}" for b in
+                      ("kube-apiserver", "kube-controller-manager", "kube-scheduler"))),
+    GoComponent("kwok", "sigs.k8s.io/kwok", "v0.8.0", ("kwok",), "install",
+                ("sigs.k8s.io/kwok/cmd/kwok",)),
+    GoComponent("ray-operator", _KR, f"v{REHEARSAL_KUBERAY_VERSION}", ("ray-operator",),
+                "install", (_KR,)),
+    GoComponent("kueue", "sigs.k8s.io/kueue", f"v{KUEUE_VERSION}", ("kueue",), "install",
+                ("sigs.k8s.io/kueue/cmd/kueue",)),
+)
 
 
 
