@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -77,11 +78,28 @@ def _build(cache: Cache) -> None:
           + (f"{len(fresh)} built in {total:.0f} s" if fresh else "all cached"), file=sys.stderr)
 
 
+def _fail(problems: list[str], code: int) -> typer.Exit:
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    return typer.Exit(code)
+
+
 def rehearse_command(
     stack: Annotated[str | None, typer.Option(
         "--stack", "-s", help="Bring this stack up on the local control plane")] = None,
     build: Annotated[bool, typer.Option(
         "--build", help="Build the control plane's binaries (a no-op when cached)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(
+        "--keep", help="Leave the control plane running and print its kubeconfig")] = False,
+    at_max: Annotated[bool, typer.Option(
+        "--at-max", help="Fake every node the pools can scale to, not their initial size")
+    ] = False,
+    crds: Annotated[Path | None, typer.Option(
+        "--crds", help="Folder with kuberay/, kueue/, gmp/ CRD YAML (default $RAYTPU_CRDS, "
+        "else ../shared/ref)")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Seconds to wait for the operator and scheduler to settle")] = 60.0,
     stacks_dir: StacksDirOpt = None,
     cache_dir: CacheOpt = None,
 ) -> None:
@@ -91,11 +109,40 @@ def rehearse_command(
 
     cache = Cache.default(cache_dir)
     if not build and stack is None:
-        print("error: give --build, --stack NAME or both", file=sys.stderr)
-        raise typer.Exit(2)
-    if build or stack is not None:
-        _build(cache)
-    if stack is not None:
-        print("error: `raytpu rehearse --stack` is not finished: the control plane and the "
-              "stack's objects land next (issue 29, step 2); `--build` works", file=sys.stderr)
+        raise _fail(["give --build, --stack NAME or both"], 2)
+    if timeout <= 0:
+        raise _fail([f"--timeout: {timeout} is not a positive number of seconds"], 2)
+    result = None
+    if stack is not None:  # bad config is refused before anything is built or started
+        from raytpu.config.stack import ConfigError
+        from raytpu.plan.engine import PlanError, run_plan
+        from raytpu.rehearse.objects import CrdsNotFound, crd_folder
+
+        try:
+            result = run_plan(stack, stacks_dir, preview=True)
+            crd_folder(crds)
+        except ConfigError as e:
+            raise _fail(e.problems, 2) from None
+        except (PlanError, CrdsNotFound) as e:
+            raise _fail([str(e)], 2) from None
+    _build(cache)
+    if result is None:
+        return
+    from raytpu.rehearse.api import ApiError
+    from raytpu.rehearse.control_plane import ControlPlaneError
+    from raytpu.rehearse.report import render, to_dict
+    from raytpu.rehearse.run import rehearse
+
+    try:
+        rehearsal = rehearse(result, cache, crds=crds, keep=keep, at_max=at_max,
+                             settle_timeout=timeout)
+    except ControlPlaneError as e:
+        raise _fail([f"the control plane did not come up: {e}"], 1) from None
+    except ApiError as e:  # a CRD or fake node refused: the rehearsal itself is at fault
+        raise _fail([f"the rehearsal's own setup was refused: {e.message}"], 1) from None
+    if as_json:
+        sys.stdout.write(json.dumps(to_dict(rehearsal), indent=2) + "\n")
+    else:
+        print(render(rehearsal))
+    if not rehearsal.ok:
         raise typer.Exit(1)

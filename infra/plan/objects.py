@@ -38,7 +38,7 @@ def sorted_keys(value: Any) -> Any:
     return value
 
 
-def to_manifest(r: PlannedResource) -> dict[str, Any]:
+def to_manifest(r: PlannedResource, *, redact_secrets: bool = True) -> dict[str, Any]:
     api_version = api_version_of(r.type)
     kind = r.type.rsplit(":", 1)[1]
     inputs = dict(r.inputs)
@@ -48,7 +48,7 @@ def to_manifest(r: PlannedResource) -> dict[str, Any]:
     for key in sorted(inputs):
         if key not in _TOP:
             obj[key] = sorted_keys(inputs[key])
-    if kind == "Secret":
+    if kind == "Secret" and redact_secrets:
         for key in ("data", "stringData"):
             if key in obj:
                 obj[key] = {k: "<redacted>" for k in obj[key]}

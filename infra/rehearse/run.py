@@ -1,0 +1,356 @@
+"""One rehearsal of a stack: its plan's objects applied to a real control plane with fake
+nodes like its pools, KubeRay reconciling its RayClusters, the scheduler placing the pods.
+
+The steps, in order: the plan (preview: nothing invented for values only ``up`` knows),
+which refuses bad config before any process starts; the control plane; the CRDs the stack
+installs, until Established; the fake nodes, until KWOK has them Ready; the KubeRay operator
+as the stack configures it; the stack's objects, server-side, in the plan's order; then a
+bounded wait until every Ray pod is bound or the scheduler has said why not. The result is
+data (:class:`Rehearsal`); :mod:`raytpu.rehearse.report` presents it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from raytpu.facts import versions
+from raytpu.facts.names import NODEPOOL_LABEL
+from raytpu.plan.values import reveal
+from raytpu.rehearse.api import Api, ApiError, loopback_session
+from raytpu.rehearse.control_plane import ControlPlane, control_plane, free_port
+from raytpu.rehearse.kwok_stages import config_yaml
+from raytpu.rehearse.nodes import FakePool, caveats, fake_nodes
+from raytpu.rehearse.objects import Placeholder, crd_folder, stack_crds, stack_objects
+
+if TYPE_CHECKING:
+    from raytpu.plan.engine import PlanResult
+    from raytpu.rehearse.build import Cache
+
+SETTLE_TIMEOUT_S = 60.0
+# The pods must look the same this long before the rehearsal calls them settled: KubeRay and
+# the scheduler act within a few hundred milliseconds of each other's writes.
+STABLE_FOR_S = 1.5
+CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+RAY_GROUP_LABEL = "ray.io/group"
+HEAD_GROUP = "headgroup"
+REPLICA_LABEL = "ray.io/worker-group-replica-name"
+FIXED_CAVEATS = (
+    "no kubelet: containers never run and images are not pulled; KWOK marks bound pods Running",
+    "no TPU webhook (not obtainable as a Go module): no TPU_WORKER_* env, hostnames or the "
+    "podAffinity that keeps a slice's hosts together",
+    "no kube-proxy, DNS or CNI: NetworkPolicies are validated and stored, not enforced",
+    "nothing of GCP: no node pools, Workload Identity, GKE admission or the managed Ray add-on",
+    "Kueue is not running (issue 30): queue labels are stored, workloads are neither "
+    "suspended nor admitted",
+)
+
+
+@dataclass(frozen=True)
+class ObjectOutcome:
+    kind: str
+    namespace: str | None
+    name: str
+    admitted: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    namespace: str
+    name: str
+    group: str
+    node: str | None
+    pool: str | None
+    phase: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SliceOutcome:
+    cluster: str
+    group: str
+    replica: str | None
+    """KubeRay's replica name when it labels pods (``RayMultiHostIndexing``); else None and
+    the replica is the set of the group's pods on one pool."""
+    pool: str | None
+    """The one pool all its hosts are on (None: they straddle pools, or are not all bound)."""
+    hosts: int
+    """Pods found; ``expected_hosts`` is the group's ``numOfHosts``."""
+    expected_hosts: int
+    bound: bool
+
+
+@dataclass
+class Rehearsal:
+    stack: str
+    versions: dict[str, str]
+    caveats: list[str]
+    seconds: float
+    objects: list[ObjectOutcome]
+    pods: list[PodOutcome]
+    slices: list[SliceOutcome]
+    placeholders: list[Placeholder]
+    pools: list[FakePool]
+    crds: list[str]
+    missing_pods: list[str] = field(default_factory=list)
+    """What the RayClusters should have but KubeRay did not create (with its event)."""
+    timings: dict[str, float] = field(default_factory=dict)
+    settled: bool = True
+    kubeconfig: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (all(o.admitted for o in self.objects) and not self.missing_pods
+                and all(p.node is not None for p in self.pods)
+                and all(s.bound for s in self.slices))
+
+
+def rehearsal_versions(operator: bool = True) -> dict[str, str]:
+    """What ran, by component (the stacks' own KubeRay pin beside the one rehearsed)."""
+    out = {c.name: c.version.removeprefix("v") for c in versions.REHEARSAL_COMPONENTS}
+    out["kuberay-stacks"] = versions.KUBERAY_VERSION
+    if not operator:
+        out.pop("ray-operator")
+    return out
+
+
+def _operator_gates(result_resources: list[Any]) -> tuple[list[str], list[str]]:
+    """``--feature-gates`` as the stack's KubeRay chart sets them, and caveats."""
+    for r in result_resources:
+        if r.type != CHART_TYPE:
+            continue
+        inputs = reveal(r.inputs)
+        if "kuberay-operator" not in str(inputs.get("chart", "")) + str(r.name):
+            continue
+        gates = [f"{g['name']}={str(bool(g['enabled'])).lower()}"
+                 for g in (inputs.get("values") or {}).get("featureGates") or []]
+        return gates, []
+    return [], ["the stack runs GKE's Ray Operator add-on: the rehearsal runs KubeRay "
+                f"{versions.REHEARSAL_KUBERAY_VERSION} with its default feature gates in its "
+                "place"]
+
+
+def start_operator(cp: ControlPlane, cache: Cache, gates: list[str]) -> float:
+    """ray-operator out of cluster, as the admin (its chart's RBAC is not what is tested)."""
+    probe = free_port()
+    session = loopback_session(str(cp.pki.ca_cert))
+    argv = [str(cache.binary("ray-operator")), f"--kubeconfig={cp.kubeconfig()}",
+            "--enable-leader-election=false", f"--metrics-addr=127.0.0.1:{free_port()}",
+            f"--health-probe-bind-address=127.0.0.1:{probe}", "--log-stdout-encoder=json"]
+    if gates:
+        argv.append(f"--feature-gates={','.join(gates)}")
+    process = cp.start("ray-operator", argv)
+    return cp.wait_until(process, lambda: session.get(
+        f"http://127.0.0.1:{probe}/readyz", timeout=2).status_code == 200)
+
+
+def _apply_all(api: Api, objs: list[dict[str, Any]]) -> list[ObjectOutcome]:
+    outcomes = []
+    for obj in objs:
+        meta = obj["metadata"]
+        try:
+            api.apply(obj)
+            admitted, message = True, ""
+        except ApiError as e:
+            admitted, message = False, e.message
+        outcomes.append(ObjectOutcome(obj["kind"], meta.get("namespace"), meta["name"],
+                                      admitted, message))
+    return outcomes
+
+
+def _wait_nodes_ready(api: Api, names: list[str], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    pending = set(names)
+    while pending:
+        for node in api.list_items("v1", "Node"):
+            if any(c["type"] == "Ready" and c["status"] == "True"
+                   for c in node.get("status", {}).get("conditions", [])):
+                pending.discard(node["metadata"]["name"])
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise ApiError(504, f"KWOK did not make nodes Ready in {timeout:.0f} s: "
+                                f"{', '.join(sorted(pending))}")
+        time.sleep(0.1)
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """The pods one RayCluster should have: a head, and replicas x numOfHosts per group."""
+
+    namespace: str
+    cluster: str
+    groups: dict[str, tuple[int, int]]
+    """group -> (replicas, numOfHosts); the head group is (1, 1)."""
+
+    @property
+    def pods(self) -> int:
+        return sum(r * h for r, h in self.groups.values())
+
+
+def _expected(objs: list[dict[str, Any]], outcomes: list[ObjectOutcome]) -> list[_Expected]:
+    out = []
+    for obj, o in zip(objs, outcomes, strict=True):
+        if obj["kind"] != "RayCluster" or not o.admitted or obj["spec"].get("suspend"):
+            continue
+        groups = {HEAD_GROUP: (1, 1)}
+        for g in obj["spec"].get("workerGroupSpecs") or []:
+            groups[g["groupName"]] = (int(g.get("replicas", g.get("minReplicas", 0)) or 0),
+                                      int(g.get("numOfHosts", 1) or 1))
+        out.append(_Expected(obj["metadata"].get("namespace", "default"),
+                             obj["metadata"]["name"], groups))
+    return out
+
+
+def _pod_outcome(pod: dict[str, Any], pool_of: dict[str, str]) -> PodOutcome:
+    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
+    node = spec.get("nodeName")
+    reason = ""
+    for c in status.get("conditions", []):
+        if c["type"] == "PodScheduled" and c["status"] != "True":
+            reason = c.get("message") or c.get("reason") or "not scheduled"
+    if node is None and not reason:
+        reason = "not yet scheduled"
+    return PodOutcome(meta["namespace"], meta["name"],
+                      meta.get("labels", {}).get(RAY_GROUP_LABEL, ""), node,
+                      pool_of.get(node) if node else None, status.get("phase", "Pending"),
+                      reason)
+
+
+def _ray_pods(api: Api) -> list[dict[str, Any]]:
+    return sorted(api.list_items("v1", "Pod", labelSelector=RAY_CLUSTER_LABEL),
+                  key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
+
+
+def _settled(pods: list[dict[str, Any]], expected: list[_Expected]) -> bool:
+    if len(pods) < sum(e.pods for e in expected):
+        return False
+    for p in pods:
+        if p["spec"].get("nodeName"):
+            if p.get("status", {}).get("phase") != "Running":
+                return False
+        elif not any(c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"
+                     for c in p.get("status", {}).get("conditions", [])):
+            return False
+    return True
+
+
+def _wait_settled(api: Api, expected: list[_Expected], timeout: float
+                  ) -> tuple[list[dict[str, Any]], bool, float]:
+    started = time.monotonic()
+    last: list[tuple[str, str | None, str]] | None = None
+    stable_since = started
+    while True:
+        pods = _ray_pods(api)
+        state = [(p["metadata"]["name"], p["spec"].get("nodeName"),
+                  p.get("status", {}).get("phase", "")) for p in pods]
+        now = time.monotonic()
+        if state != last:
+            last, stable_since = state, now
+        if _settled(pods, expected) and now - stable_since >= STABLE_FOR_S:
+            return pods, True, stable_since - started
+        if now - started > timeout:
+            return pods, False, now - started
+        time.sleep(0.2)
+
+
+def _slices(expected: list[_Expected], pods: list[PodOutcome],
+            labels: dict[str, dict[str, str]]) -> list[SliceOutcome]:
+    out = []
+    for e in expected:
+        for group, (_, hosts) in e.groups.items():
+            if group == HEAD_GROUP or hosts < 2:
+                continue
+            mine = [p for p in pods if p.namespace == e.namespace and p.group == group
+                    and labels[p.name].get(RAY_CLUSTER_LABEL) == e.cluster]
+            by: dict[tuple[str | None, str | None], list[PodOutcome]] = {}
+            for p in mine:
+                replica = labels[p.name].get(REPLICA_LABEL)
+                # Without KubeRay's replica label a replica is known only by where it runs.
+                by.setdefault((replica, None if replica else p.pool), []).append(p)
+            for (replica, _), members in sorted(by.items(), key=lambda kv: str(kv[0])):
+                pools = {p.pool for p in members}
+                one = next(iter(pools)) if len(pools) == 1 else None
+                bound = (one is not None and len(members) == hosts
+                         and all(p.node for p in members))
+                out.append(SliceOutcome(e.cluster, group, replica, one, len(members), hosts,
+                                        bound))
+    return out
+
+
+def _missing(api: Api, expected: list[_Expected], pods: list[PodOutcome]) -> list[str]:
+    out = []
+    for e in expected:
+        have = sum(1 for p in pods if p.namespace == e.namespace)
+        if have >= e.pods:
+            continue
+        events = [ev for ev in api.list_items("v1", "Event", e.namespace)
+                  if ev.get("involvedObject", {}).get("name") == e.cluster
+                  and ev.get("type") == "Warning"]
+        why = events[-1].get("message", "") if events else "no event from KubeRay"
+        out.append(f"RayCluster {e.namespace}/{e.cluster}: {have} of {e.pods} pods created "
+                   f"({why})")
+    return out
+
+
+def rehearse(result: PlanResult, cache: Cache, *, crds: Path | None = None,
+             keep: bool = False, at_max: bool = False, operator: bool = True,
+             settle_timeout: float = SETTLE_TIMEOUT_S,
+             edit: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
+             ) -> Rehearsal:
+    """Bring the stack of ``result`` (a preview plan: ``run_plan(..., preview=True)``) up
+    and report. ``edit(objects, nodes)`` may change what is applied (the tests' failing
+    cases: a head too big, a selector no pool matches)."""
+    started = time.monotonic()
+    stack = result.stack
+    objs, placeholders = stack_objects(result)
+    crd_objs = stack_crds(objs, crd_folder(crds))
+    pools, nodes = fake_nodes(result, at_max=at_max)
+    gates, gate_caveats = _operator_gates(result.resources)
+    if edit is not None:
+        edit(objs, nodes)
+    timings: dict[str, float] = {}
+    notes = [f"KubeRay operator {versions.REHEARSAL_KUBERAY_VERSION} (the stacks pin "
+             f"{versions.KUBERAY_VERSION}; the Go module proxy refuses its download), with "
+             f"{versions.KUBERAY_VERSION}'s CRDs: see README 'Rehearse a stack locally' for "
+             "what it lacks", *gate_caveats, *FIXED_CAVEATS, *caveats(pools)]
+    if not operator:
+        notes[0] = "no KubeRay operator: RayClusters are admitted but make no pods"
+    if placeholders:
+        notes.append(f"{len(placeholders)} value(s) known only after `pulumi up` are "
+                     "placeholders (see placeholders)")
+    with control_plane(cache, keep=keep, kwok_config=config_yaml(), timings=timings) as cp:
+        api = Api.connect(cp.server, str(cp.pki.ca_cert), cp.admin.token)
+        t = time.monotonic()
+        for crd in crd_objs:
+            api.apply(crd)
+        api.wait_established([c["metadata"]["name"] for c in crd_objs])
+        timings["crds"] = time.monotonic() - t
+        t = time.monotonic()
+        for node in nodes:
+            api.create(node)
+        _wait_nodes_ready(api, [n["metadata"]["name"] for n in nodes])
+        timings["nodes"] = time.monotonic() - t
+        if operator:
+            timings["ray-operator"] = start_operator(cp, cache, gates)
+        t = time.monotonic()
+        outcomes = _apply_all(api, objs)
+        timings["apply"] = time.monotonic() - t
+        expected = _expected(objs, outcomes) if operator else []
+        raw, settled, timings["settle"] = _wait_settled(api, expected, settle_timeout)
+        cp.check_running()
+        pool_of = {n["metadata"]["name"]: n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes}
+        pods = [_pod_outcome(p, pool_of) for p in raw]
+        labels = {p["metadata"]["name"]: p["metadata"].get("labels", {}) for p in raw}
+        rehearsal = Rehearsal(
+            stack, rehearsal_versions(operator), notes, 0.0, outcomes, pods,
+            _slices(expected, pods, labels), placeholders, pools,
+            [c["metadata"]["name"] for c in crd_objs], _missing(api, expected, pods),
+            timings, settled, str(cp.kubeconfig()) if keep else None)
+    rehearsal.seconds = time.monotonic() - started
+    return rehearsal
