@@ -103,7 +103,7 @@ def rehearse_command(
     stacks_dir: StacksDirOpt = None,
     cache_dir: CacheOpt = None,
 ) -> None:
-    """Rehearse a stack on a real local control plane (etcd, kube-apiserver, scheduler, KWOK,
+    """Rehearse a stack on a real local control plane (etcd, the API server, scheduler, KWOK,
     KubeRay), each built from its Go module at a pinned version."""
     from raytpu.rehearse.build import Cache
 

@@ -266,10 +266,29 @@ def control_plane(cache: Cache, *, keep: bool = False, kwok_config: str | None =
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def stop_kept(folder: Path) -> None:
-    """Stop a kept rehearsal (its ``pids`` file) and remove its folder."""
-    pids = folder / "pids"
-    for line in pids.read_text().split():
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not: it has exited, unreaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def stop_kept(folder: Path, grace: float = 5.0) -> None:
+    """Stop a kept rehearsal (its ``pids`` file: SIGTERM, SIGKILL after ``grace`` seconds)
+    and remove its folder."""
+    pids = [int(p) for p in (folder / "pids").read_text().split()]
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(int(line), signal.SIGTERM)
+            os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in pids:
+        if running(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):  # ours (the same Python): reap it
+            os.waitpid(pid, os.WNOHANG)
     shutil.rmtree(folder, ignore_errors=True)

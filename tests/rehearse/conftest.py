@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from raytpu.rehearse.build import Cache
@@ -26,3 +27,20 @@ def built_cache() -> Cache:
             pytest.fail(f"{message} ({REQUIRE_ENV}=1)")
         pytest.skip(message)
     return cache
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def ref_dir() -> Path:
+    """The CRD folder the rehearsal installs from: ``$RAYTPU_CRDS``, else ``../shared/ref``
+    beside the checkout. Missing: skipped saying so (a failure with RAYTPU_REQUIRE_CRDS=1)."""
+    folder = Path(os.environ.get("RAYTPU_CRDS") or REPO / ".." / "shared" / "ref").resolve()
+    if not (folder / "kuberay").is_dir():
+        message = (f"no CRD folder at {folder} (kuberay/, kueue/, gmp/ with the CRD YAML): "
+                   "set $RAYTPU_CRDS to a copy of shared/ref")
+        if os.environ.get("RAYTPU_REQUIRE_CRDS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return folder
