@@ -100,6 +100,9 @@ def rehearse_command(
         "else ../shared/ref)")] = None,
     timeout: Annotated[float, typer.Option(
         "--timeout", help="Seconds to wait for the operator and scheduler to settle")] = 60.0,
+    stop: Annotated[Path | None, typer.Option(
+        "--stop", help="Stop a rehearsal left up by --keep (its folder or kubeconfig)")
+    ] = None,
     stacks_dir: StacksDirOpt = None,
     cache_dir: CacheOpt = None,
 ) -> None:
@@ -108,6 +111,16 @@ def rehearse_command(
     from raytpu.rehearse.build import Cache
 
     cache = Cache.default(cache_dir)
+    if stop is not None:
+        from raytpu.rehearse.control_plane import stop_kept
+
+        folder = stop if stop.is_dir() else stop.parent
+        if not (folder / "pids").is_file():
+            raise _fail([f"--stop: {stop} is not a kept rehearsal (no pids file in {folder})"],
+                        2)
+        stop_kept(folder)
+        print(f"stopped and removed {folder}", file=sys.stderr)
+        return
     if not build and stack is None:
         raise _fail(["give --build, --stack NAME or both"], 2)
     if timeout <= 0:

@@ -124,7 +124,7 @@ class Api:
         for name in crd_names:
             while True:
                 crd = self.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-                conditions = crd.get("status", {}).get("conditions", [])
+                conditions = (crd.get("status") or {}).get("conditions") or []
                 if any(c["type"] == "Established" and c["status"] == "True"
                        for c in conditions):
                     break

@@ -26,7 +26,7 @@ from raytpu.facts.names import NODEPOOL_LABEL
 from raytpu.plan.values import reveal
 
 if TYPE_CHECKING:
-    from raytpu.plan.engine import PlanResult
+    from raytpu.rehearse.objects import Declared
 
 NODE_POOL_TYPE = "gcp:container/nodePool:NodePool"
 SPOT_LABEL = "cloud.google.com/gke-spot"
@@ -102,7 +102,7 @@ def _allocatable(machine_type: str) -> tuple[str, str, bool]:
     return f"{int(a.cpu * 1000)}m", f"{a.memory_bytes // 1024}Ki", False
 
 
-def fake_nodes(result: PlanResult, *, at_max: bool = False
+def fake_nodes(result: Declared, *, at_max: bool = False
                ) -> tuple[list[FakePool], list[dict[str, Any]]]:
     """The pools and their Node objects: each pool at its initial size, or at the most its
     autoscaling allows with ``at_max`` (an elastic slice pool: every slice's hosts)."""

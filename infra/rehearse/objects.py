@@ -14,14 +14,25 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 from raytpu.plan.objects import is_object, to_manifest
 from raytpu.plan.values import is_unknown, join_path, reveal
 
 if TYPE_CHECKING:
-    from raytpu.plan.engine import PlanResult
+    from raytpu.plan.engine import PlannedResource
+
+
+class Declared(Protocol):
+    """What a program declared: a :class:`~raytpu.plan.engine.PlanResult`, or the record of
+    any Pulumi program run under mocks (the examples)."""
+
+    @property
+    def stack(self) -> str: ...
+
+    @property
+    def resources(self) -> list[PlannedResource]: ...
 
 CRDS_ENV = "RAYTPU_CRDS"
 # Images are never pulled (no kubelet); a name no registry serves, so it cannot be mistaken.
@@ -60,7 +71,7 @@ def _fill(value: Any, path: str, found: list[str]) -> Any:
     return value
 
 
-def stack_objects(result: PlanResult) -> tuple[list[dict[str, Any]], list[Placeholder]]:
+def stack_objects(result: Declared) -> tuple[list[dict[str, Any]], list[Placeholder]]:
     """The stack's Kubernetes objects in the plan's order (a resource after everything it
     depends on), secrets as the program made them, unknowns filled and listed."""
     objs, placeholders = [], []

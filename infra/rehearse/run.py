@@ -24,10 +24,17 @@ from raytpu.rehearse.api import Api, ApiError, loopback_session
 from raytpu.rehearse.control_plane import ControlPlane, control_plane, free_port
 from raytpu.rehearse.kwok_stages import config_yaml
 from raytpu.rehearse.nodes import FakePool, caveats, fake_nodes
-from raytpu.rehearse.objects import Placeholder, crd_folder, stack_crds, stack_objects
+from raytpu.rehearse.objects import (
+    Declared,
+    Placeholder,
+    crd_folder,
+    stack_crds,
+    stack_objects,
+)
+from raytpu.rehearse.slice_affinity import REPLICA_LABEL as EMULATED_REPLICA_LABEL
+from raytpu.rehearse.slice_affinity import SliceAffinity, serve, webhook_configuration
 
 if TYPE_CHECKING:
-    from raytpu.plan.engine import PlanResult
     from raytpu.rehearse.build import Cache
 
 SETTLE_TIMEOUT_S = 60.0
@@ -41,8 +48,9 @@ HEAD_GROUP = "headgroup"
 REPLICA_LABEL = "ray.io/worker-group-replica-name"
 FIXED_CAVEATS = (
     "no kubelet: containers never run and images are not pulled; KWOK marks bound pods Running",
-    "no TPU webhook (not obtainable as a Go module): no TPU_WORKER_* env, hostnames or the "
-    "podAffinity that keeps a slice's hosts together",
+    "no TPU webhook (not obtainable as a Go module): its one rule placement needs, a "
+    "slice's hosts on one pool, is emulated (raytpu.rehearse.slice_affinity); no "
+    "TPU_WORKER_* env or hostnames",
     "no kube-proxy, DNS or CNI: NetworkPolicies are validated and stored, not enforced",
     "nothing of GCP: no node pools, Workload Identity, GKE admission or the managed Ray add-on",
     "Kueue is not running (issue 30): queue labels are stored, workloads are neither "
@@ -75,8 +83,8 @@ class SliceOutcome:
     cluster: str
     group: str
     replica: str | None
-    """KubeRay's replica name when it labels pods (``RayMultiHostIndexing``); else None and
-    the replica is the set of the group's pods on one pool."""
+    """KubeRay's replica name when it labels pods (``RayMultiHostIndexing``), else the one
+    :mod:`raytpu.rehearse.slice_affinity` gave; None: the group's pods on one pool."""
     pool: str | None
     """The one pool all its hosts are on (None: they straddle pools, or are not all bound)."""
     hosts: int
@@ -102,6 +110,10 @@ class Rehearsal:
     timings: dict[str, float] = field(default_factory=dict)
     settled: bool = True
     kubeconfig: str | None = None
+    folder: str = ""
+    """Where the run kept its files: removed on return unless kept."""
+    pids: list[int] = field(default_factory=list)
+    """The processes it started: stopped on return unless kept."""
 
     @property
     def ok(self) -> bool:
@@ -169,7 +181,7 @@ def _wait_nodes_ready(api: Api, names: list[str], timeout: float = 30.0) -> None
     while pending:
         for node in api.list_items("v1", "Node"):
             if any(c["type"] == "Ready" and c["status"] == "True"
-                   for c in node.get("status", {}).get("conditions", [])):
+                   for c in (node.get("status") or {}).get("conditions") or []):
                 pending.discard(node["metadata"]["name"])
         if not pending:
             return
@@ -208,10 +220,10 @@ def _expected(objs: list[dict[str, Any]], outcomes: list[ObjectOutcome]) -> list
 
 
 def _pod_outcome(pod: dict[str, Any], pool_of: dict[str, str]) -> PodOutcome:
-    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status", {})
+    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
     node = spec.get("nodeName")
     reason = ""
-    for c in status.get("conditions", []):
+    for c in status.get("conditions") or []:
         if c["type"] == "PodScheduled" and c["status"] != "True":
             reason = c.get("message") or c.get("reason") or "not scheduled"
     if node is None and not reason:
@@ -232,10 +244,10 @@ def _settled(pods: list[dict[str, Any]], expected: list[_Expected]) -> bool:
         return False
     for p in pods:
         if p["spec"].get("nodeName"):
-            if p.get("status", {}).get("phase") != "Running":
+            if (p.get("status") or {}).get("phase") != "Running":
                 return False
         elif not any(c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"
-                     for c in p.get("status", {}).get("conditions", [])):
+                     for c in (p.get("status") or {}).get("conditions") or []):
             return False
     return True
 
@@ -248,7 +260,7 @@ def _wait_settled(api: Api, expected: list[_Expected], timeout: float
     while True:
         pods = _ray_pods(api)
         state = [(p["metadata"]["name"], p["spec"].get("nodeName"),
-                  p.get("status", {}).get("phase", "")) for p in pods]
+                  (p.get("status") or {}).get("phase", "")) for p in pods]
         now = time.monotonic()
         if state != last:
             last, stable_since = state, now
@@ -270,7 +282,8 @@ def _slices(expected: list[_Expected], pods: list[PodOutcome],
                     and labels[p.name].get(RAY_CLUSTER_LABEL) == e.cluster]
             by: dict[tuple[str | None, str | None], list[PodOutcome]] = {}
             for p in mine:
-                replica = labels[p.name].get(REPLICA_LABEL)
+                replica = (labels[p.name].get(REPLICA_LABEL)
+                           or labels[p.name].get(EMULATED_REPLICA_LABEL))
                 # Without KubeRay's replica label a replica is known only by where it runs.
                 by.setdefault((replica, None if replica else p.pool), []).append(p)
             for (replica, _), members in sorted(by.items(), key=lambda kv: str(kv[0])):
@@ -298,12 +311,12 @@ def _missing(api: Api, expected: list[_Expected], pods: list[PodOutcome]) -> lis
     return out
 
 
-def rehearse(result: PlanResult, cache: Cache, *, crds: Path | None = None,
+def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
              keep: bool = False, at_max: bool = False, operator: bool = True,
              settle_timeout: float = SETTLE_TIMEOUT_S,
              edit: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
              ) -> Rehearsal:
-    """Bring the stack of ``result`` (a preview plan: ``run_plan(..., preview=True)``) up
+    """Bring what ``result`` declares (a preview plan: ``run_plan(..., preview=True)``) up
     and report. ``edit(objects, nodes)`` may change what is applied (the tests' failing
     cases: a head too big, a selector no pool matches)."""
     started = time.monotonic()
@@ -338,11 +351,21 @@ def rehearse(result: PlanResult, cache: Cache, *, crds: Path | None = None,
         timings["nodes"] = time.monotonic() - t
         if operator:
             timings["ray-operator"] = start_operator(cp, cache, gates)
-        t = time.monotonic()
-        outcomes = _apply_all(api, objs)
-        timings["apply"] = time.monotonic() - t
-        expected = _expected(objs, outcomes) if operator else []
-        raw, settled, timings["settle"] = _wait_settled(api, expected, settle_timeout)
+        hosts = {(o["metadata"].get("namespace", "default"), o["metadata"]["name"],
+                  g["groupName"]): int(g.get("numOfHosts", 1) or 1)
+                 for o in objs if o["kind"] == "RayCluster"
+                 for g in o["spec"].get("workerGroupSpecs") or []}
+        server, port = serve(SliceAffinity(lambda ns, c, g: hosts.get((ns, c, g), 1)),
+                             str(cp.pki.serving_cert), str(cp.pki.serving_key))
+        try:
+            api.apply(webhook_configuration(port, cp.pki.ca_cert.read_bytes()))
+            t = time.monotonic()
+            outcomes = _apply_all(api, objs)
+            timings["apply"] = time.monotonic() - t
+            expected = _expected(objs, outcomes) if operator else []
+            raw, settled, timings["settle"] = _wait_settled(api, expected, settle_timeout)
+        finally:
+            server.shutdown()
         cp.check_running()
         pool_of = {n["metadata"]["name"]: n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes}
         pods = [_pod_outcome(p, pool_of) for p in raw]
@@ -351,6 +374,9 @@ def rehearse(result: PlanResult, cache: Cache, *, crds: Path | None = None,
             stack, rehearsal_versions(operator), notes, 0.0, outcomes, pods,
             _slices(expected, pods, labels), placeholders, pools,
             [c["metadata"]["name"] for c in crd_objs], _missing(api, expected, pods),
-            timings, settled, str(cp.kubeconfig()) if keep else None)
+            timings, settled, str(cp.kubeconfig()) if keep else None, str(cp.folder),
+            [p.popen.pid for p in cp.processes])
+        t = time.monotonic()
+    timings["teardown"] = time.monotonic() - t
     rehearsal.seconds = time.monotonic() - started
     return rehearsal

@@ -121,6 +121,20 @@ def test_failures_are_named_head_too_big_no_pool_matches_missing_pool_refused_ob
     assert text.splitlines()[-1].startswith("FAILED: prod:")
 
 
+def test_at_max_every_slice_of_a_group_sits_on_a_pool_of_its_own(
+        run: Callable[..., Rehearsal]) -> None:
+    def every_slice(objs: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
+        group = _group(objs, "v5e-16")
+        group["replicas"] = group["maxReplicas"]
+
+    r = run("prod", every_slice, at_max=True)
+    slices = [s for s in r.slices if s.group == "v5e-16"]
+    assert len(slices) == 4, render(r)
+    assert all(s.bound and s.hosts == 4 for s in slices), render(r)
+    assert len({s.pool for s in slices}) == 4  # four replicas, four pools, none shared
+    assert r.ok
+
+
 def test_kept_rehearsal_answers_on_its_kubeconfig_until_stopped(
         run: Callable[..., Rehearsal]) -> None:
     import yaml
@@ -137,16 +151,19 @@ def test_kept_rehearsal_answers_on_its_kubeconfig_until_stopped(
         assert "ray" in names
     finally:
         pids = [int(p) for p in (folder / "pids").read_text().split()]
-        stop_kept(folder)
+        result = CliRunner().invoke(app, ["rehearse", "--stop", r.kubeconfig])
+        assert result.exit_code == 0, result.output
+        if folder.exists():  # the command failed: still leave nothing running
+            stop_kept(folder)
     assert not folder.exists()
     assert not [pid for pid in pids if running(pid)]
 
 
-def test_unkept_rehearsal_leaves_nothing_behind(run: Callable[..., Rehearsal],
-                                                tmp_path: Path) -> None:
-    before = set(Path("/tmp").glob("raytpu-rehearse-*"))
-    run("dev")
-    assert set(Path("/tmp").glob("raytpu-rehearse-*")) <= before
+def test_unkept_rehearsal_leaves_nothing_behind(run: Callable[..., Rehearsal]) -> None:
+    r = run("dev")
+    assert r.folder and not Path(r.folder).exists()
+    assert len(r.pids) == 6  # etcd, apiserver, KCM, scheduler, KWOK, ray-operator
+    assert not [pid for pid in r.pids if running(pid)]
 
 
 def test_cli_json_is_one_object_and_exit_0(built_cache: Cache, ref_dir: Path) -> None:

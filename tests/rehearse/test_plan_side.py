@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from raytpu.cli.app import app
@@ -90,3 +91,39 @@ def test_bad_timeout_names_the_flag_and_value() -> None:
 def test_neither_build_nor_stack_is_a_usage_error() -> None:
     result = CliRunner().invoke(app, ["rehearse"])
     assert result.exit_code == 2
+
+
+def test_stop_refuses_a_folder_that_is_not_a_kept_rehearsal(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["rehearse", "--stop", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"--stop: {tmp_path} is not a kept rehearsal" in result.output
+    assert tmp_path.exists()
+
+
+def test_slice_affinity_counts_pods_into_replicas_of_num_of_hosts() -> None:
+    from raytpu.rehearse.slice_affinity import REPLICA_LABEL, SliceAffinity
+
+    hook = SliceAffinity(lambda ns, cluster, group: {"v5e-16": 4}.get(group, 1))
+
+    def worker(group: str, affinity: dict[str, Any] | None = None) -> dict[str, Any]:
+        labels = {"ray.io/cluster": "raytpu", "ray.io/group": group,
+                  "ray.io/node-type": "worker"}
+        return {"metadata": {"labels": labels},
+                "spec": {} if affinity is None else {"affinity": affinity}}
+
+    replicas = []
+    for _ in range(8):
+        (label, affinity) = hook.patch("ray", worker("v5e-16"))
+        replicas.append(label["value"])
+        term = affinity["value"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        assert term["topologyKey"] == "cloud.google.com/gke-nodepool"
+        assert term["labelSelector"]["matchExpressions"][0]["values"] == [label["value"]]
+        assert label["path"] == f"/metadata/labels/{REPLICA_LABEL}"
+    assert replicas == ["v5e-16-0"] * 4 + ["v5e-16-1"] * 4
+    assert hook.patch("ray", worker("v5e-4")) == []  # single-host: nothing to keep together
+    head = worker("headgroup")
+    head["metadata"]["labels"]["ray.io/node-type"] = "head"
+    assert hook.patch("ray", head) == []
+    # A pod that already has node affinity keeps it; the pod affinity is added beside it.
+    ops = hook.patch("ray", worker("v5e-16", {"nodeAffinity": {}}))
+    assert ops[1]["path"] == "/spec/affinity/podAffinity"

@@ -1,0 +1,139 @@
+"""The one effect of GKE's TPU webhook that placement depends on, as the rehearsal's own
+mutating admission hook: each worker pod of a multi-host group is given a replica and a
+required podAffinity that keeps that replica's pods on one node pool.
+
+The webhook itself cannot be built here (``../shared/ref/notes/local-control-plane.md`` §6:
+not obtainable as a Go module), and without its affinity the scheduler spreads the pods of
+several slices over any pools that match their selector, which GKE does not do. The rule
+emulated is the webhook's documented one for KubeRay without ``RayMultiHostIndexing``
+(``raytpu.facts.versions``, the TPU webhook notes): pods are counted into replicas of
+``numOfHosts`` in the order they are created, labelled ``replicaIndex=<group>-<i>``, and
+required to share ``cloud.google.com/gke-nodepool`` with the pods of that label. Nothing
+else of the webhook (``TPU_WORKER_*`` env, hostnames) is emulated; the rehearsal says so.
+
+The API server calls it at ``https://127.0.0.1:<port>`` with the control plane's CA, as
+envtest does for webhooks without a Service; ``failurePolicy: Fail``, as the chart's.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from raytpu.facts.names import NODEPOOL_LABEL
+
+REPLICA_LABEL = "replicaIndex"
+HOOK_NAME = "slice-affinity.rehearsal.raytpu.dev"
+PATH = "/mutate-pods"
+
+NumOfHosts = Callable[[str, str, str], int]
+"""(namespace, RayCluster, group) -> the group's numOfHosts."""
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+class SliceAffinity:
+    """The hook's state: which replica each created pod went to."""
+
+    def __init__(self, num_of_hosts: NumOfHosts) -> None:
+        self._num_of_hosts = num_of_hosts
+        self._lock = threading.Lock()
+        self._replicas: dict[tuple[str, str, str], list[int]] = {}
+
+    def patch(self, namespace: str, pod: dict[str, Any]) -> list[dict[str, Any]]:
+        """The JSON patch for one pod being created (empty: not a multi-host worker)."""
+        labels = pod.get("metadata", {}).get("labels") or {}
+        cluster, group = labels.get("ray.io/cluster"), labels.get("ray.io/group")
+        if labels.get("ray.io/node-type") != "worker" or not cluster or not group:
+            return []
+        hosts = self._num_of_hosts(namespace, cluster, group)
+        if hosts <= 1:
+            return []
+        with self._lock:
+            counts = self._replicas.setdefault((namespace, cluster, group), [])
+            index = next((i for i, n in enumerate(counts) if n < hosts), len(counts))
+            if index == len(counts):
+                counts.append(0)
+            counts[index] += 1
+        replica = f"{group}-{index}"
+        term = {"labelSelector": {"matchExpressions": [
+                    {"key": REPLICA_LABEL, "operator": "In", "values": [replica]}]},
+                "topologyKey": NODEPOOL_LABEL}
+        ops: list[dict[str, Any]] = [
+            {"op": "add", "path": f"/metadata/labels/{_escape(REPLICA_LABEL)}",
+             "value": replica}]
+        affinity = pod.get("spec", {}).get("affinity")
+        if affinity is None:
+            ops.append({"op": "add", "path": "/spec/affinity", "value": {
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
+        elif "podAffinity" not in affinity:
+            ops.append({"op": "add", "path": "/spec/affinity/podAffinity",
+                        "value": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+        else:
+            required = affinity["podAffinity"].get("requiredDuringSchedulingIgnoredDuringExecution")
+            ops.append({"op": "add", "path": "/spec/affinity/podAffinity/"
+                        "requiredDuringSchedulingIgnoredDuringExecution"
+                        + ("/-" if required is not None else ""),
+                        "value": term if required is not None else [term]})
+        return ops
+
+    def review(self, body: dict[str, Any]) -> dict[str, Any]:
+        request = body["request"]
+        response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+        ops = self.patch(request.get("namespace", ""), request["object"])
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": response}
+
+
+def serve(hook: SliceAffinity, cert: str, key: str) -> tuple[ThreadingHTTPServer, int]:
+    """The hook on a free loopback port, TLS with the given certificate, in a thread."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            try:
+                answer = json.dumps(hook.review(json.loads(self.rfile.read(length)))).encode()
+                status = 200
+            except Exception as e:  # the API server shows this; failurePolicy refuses
+                answer, status = str(e).encode(), 500
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+def webhook_configuration(port: int, ca_pem: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": HOOK_NAME},
+        "webhooks": [{
+            "name": HOOK_NAME, "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "failurePolicy": "Fail", "timeoutSeconds": 10,
+            "clientConfig": {"url": f"https://127.0.0.1:{port}{PATH}",
+                             "caBundle": base64.b64encode(ca_pem).decode()},
+            "objectSelector": {"matchLabels": {"ray.io/node-type": "worker"}},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["pods"], "scope": "Namespaced"}],
+        }],
+    }
