@@ -111,6 +111,10 @@ class Api:
             "GET", self.path(api_version, kind, namespace), params=params)["items"]
         return items
 
+    def delete(self, api_version: str, kind: str, name: str,
+               namespace: str | None = None) -> None:
+        self._request("DELETE", self.path(api_version, kind, namespace, name))
+
     def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]
         result: dict[str, Any] = self._request(

@@ -11,6 +11,7 @@ data (:class:`Rehearsal`); :mod:`raytpu.rehearse.report` presents it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +32,13 @@ from raytpu.rehearse.objects import (
     stack_crds,
     stack_objects,
 )
+from raytpu.rehearse.slice_affinity import (
+    HOOK_NAME,
+    SliceAffinity,
+    serve,
+    webhook_configuration,
+)
 from raytpu.rehearse.slice_affinity import REPLICA_LABEL as EMULATED_REPLICA_LABEL
-from raytpu.rehearse.slice_affinity import SliceAffinity, serve, webhook_configuration
 
 if TYPE_CHECKING:
     from raytpu.rehearse.build import Cache
@@ -296,10 +302,12 @@ def _slices(expected: list[_Expected], pods: list[PodOutcome],
     return out
 
 
-def _missing(api: Api, expected: list[_Expected], pods: list[PodOutcome]) -> list[str]:
+def _missing(api: Api, expected: list[_Expected], pods: list[PodOutcome],
+             labels: dict[str, dict[str, str]]) -> list[str]:
     out = []
     for e in expected:
-        have = sum(1 for p in pods if p.namespace == e.namespace)
+        have = sum(1 for p in pods if p.namespace == e.namespace
+                   and labels[p.name].get(RAY_CLUSTER_LABEL) == e.cluster)
         if have >= e.pods:
             continue
         events = [ev for ev in api.list_items("v1", "Event", e.namespace)
@@ -365,6 +373,10 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
             expected = _expected(objs, outcomes) if operator else []
             raw, settled, timings["settle"] = _wait_settled(api, expected, settle_timeout)
         finally:
+            if keep:  # the hook ends with this process: a kept cluster must not call it
+                with contextlib.suppress(ApiError):
+                    api.delete("admissionregistration.k8s.io/v1",
+                               "MutatingWebhookConfiguration", HOOK_NAME)
             server.shutdown()
         cp.check_running()
         pool_of = {n["metadata"]["name"]: n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes}
@@ -373,7 +385,7 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
         rehearsal = Rehearsal(
             stack, rehearsal_versions(operator), notes, 0.0, outcomes, pods,
             _slices(expected, pods, labels), placeholders, pools,
-            [c["metadata"]["name"] for c in crd_objs], _missing(api, expected, pods),
+            [c["metadata"]["name"] for c in crd_objs], _missing(api, expected, pods, labels),
             timings, settled, str(cp.kubeconfig()) if keep else None, str(cp.folder),
             [p.popen.pid for p in cp.processes])
         t = time.monotonic()

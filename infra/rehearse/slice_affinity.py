@@ -7,9 +7,11 @@ not obtainable as a Go module), and without its affinity the scheduler spreads t
 several slices over any pools that match their selector, which GKE does not do. The rule
 emulated is the webhook's documented one for KubeRay without ``RayMultiHostIndexing``
 (``raytpu.facts.versions``, the TPU webhook notes): pods are counted into replicas of
-``numOfHosts`` in the order they are created, labelled ``replicaIndex=<group>-<i>``, and
-required to share ``cloud.google.com/gke-nodepool`` with the pods of that label. Nothing
-else of the webhook (``TPU_WORKER_*`` env, hostnames) is emulated; the rehearsal says so.
+``numOfHosts`` in the order they are created, labelled ``replicaIndex`` (one value per
+namespace, cluster, group and index), and required to share ``cloud.google.com/gke-nodepool``
+with the pods of that label and no pool with another replica's pods (GKE's fact: one
+multi-host pool is one slice). Nothing else of the webhook (``TPU_WORKER_*`` env,
+hostnames) is emulated; the rehearsal says so.
 
 The API server calls it at ``https://127.0.0.1:<port>`` with the control plane's CA, as
 envtest does for webhooks without a Service; ``failurePolicy: Fail``, as the chart's.
@@ -18,6 +20,7 @@ envtest does for webhooks without a Service; ``failurePolicy: Fail``, as the cha
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import ssl
 import threading
@@ -33,6 +36,16 @@ PATH = "/mutate-pods"
 
 NumOfHosts = Callable[[str, str, str], int]
 """(namespace, RayCluster, group) -> the group's numOfHosts."""
+
+
+def replica_value(namespace: str, cluster: str, group: str, index: int) -> str:
+    """The replica's label value, unique across namespaces and clusters (a label value is at
+    most 63 characters: a long one keeps the group and index and a hash of the rest)."""
+    value = f"{namespace}.{cluster}.{group}.{index}"
+    if len(value) <= 63:
+        return value
+    digest = hashlib.sha256(value.encode()).hexdigest()[:12]
+    return f"{group[:40].rstrip('-_.')}.{index}.{digest}"
 
 
 def _escape(key: str) -> str:
@@ -62,26 +75,34 @@ class SliceAffinity:
             if index == len(counts):
                 counts.append(0)
             counts[index] += 1
-        replica = f"{group}-{index}"
-        term = {"labelSelector": {"matchExpressions": [
-                    {"key": REPLICA_LABEL, "operator": "In", "values": [replica]}]},
-                "topologyKey": NODEPOOL_LABEL}
+        replica = replica_value(namespace, cluster, group, index)
+        together = {"labelSelector": {"matchExpressions": [
+                        {"key": REPLICA_LABEL, "operator": "In", "values": [replica]}]},
+                    "topologyKey": NODEPOOL_LABEL}
+        # A multi-host pool is exactly one slice: no other replica, of any group or
+        # namespace, may share it (else two replicas that each took part of a pool wait on
+        # each other forever).
+        apart = {"labelSelector": {"matchExpressions": [
+                     {"key": REPLICA_LABEL, "operator": "Exists"},
+                     {"key": REPLICA_LABEL, "operator": "NotIn", "values": [replica]}]},
+                 "namespaceSelector": {}, "topologyKey": NODEPOOL_LABEL}
         ops: list[dict[str, Any]] = [
             {"op": "add", "path": f"/metadata/labels/{_escape(REPLICA_LABEL)}",
              "value": replica}]
         affinity = pod.get("spec", {}).get("affinity")
         if affinity is None:
-            ops.append({"op": "add", "path": "/spec/affinity", "value": {
-                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
-        elif "podAffinity" not in affinity:
-            ops.append({"op": "add", "path": "/spec/affinity/podAffinity",
-                        "value": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
-        else:
-            required = affinity["podAffinity"].get("requiredDuringSchedulingIgnoredDuringExecution")
-            ops.append({"op": "add", "path": "/spec/affinity/podAffinity/"
-                        "requiredDuringSchedulingIgnoredDuringExecution"
-                        + ("/-" if required is not None else ""),
-                        "value": term if required is not None else [term]})
+            ops.append({"op": "add", "path": "/spec/affinity", "value": {}})
+            affinity = {}
+        for kind, term in (("podAffinity", together), ("podAntiAffinity", apart)):
+            if kind not in affinity:
+                ops.append({"op": "add", "path": f"/spec/affinity/{kind}",
+                            "value": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}})
+            elif affinity[kind].get("requiredDuringSchedulingIgnoredDuringExecution") is None:
+                ops.append({"op": "add", "path": f"/spec/affinity/{kind}/"
+                            "requiredDuringSchedulingIgnoredDuringExecution", "value": [term]})
+            else:
+                ops.append({"op": "add", "path": f"/spec/affinity/{kind}/"
+                            "requiredDuringSchedulingIgnoredDuringExecution/-", "value": term})
         return ops
 
     def review(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from raytpu.rehearse.build import Cache
 from raytpu.rehearse.control_plane import running, stop_kept
 from raytpu.rehearse.report import render, to_dict
 from raytpu.rehearse.run import Rehearsal, rehearse
+from raytpu.rehearse.slice_affinity import HOOK_NAME
 from typer.testing import CliRunner
 
 Edit = Callable[[list[dict[str, Any]], list[dict[str, Any]]], None]
@@ -149,6 +150,10 @@ def test_kept_rehearsal_answers_on_its_kubeconfig_until_stopped(
                           kc["users"][0]["user"]["token"])
         names = {n["metadata"]["name"] for n in api.list_items("v1", "Namespace")}
         assert "ray" in names
+        # The slice-affinity hook ended with the run: a kept cluster must not call it.
+        hooks = api.list_items("admissionregistration.k8s.io/v1",
+                               "MutatingWebhookConfiguration")
+        assert not [h for h in hooks if h["metadata"]["name"] == HOOK_NAME]
     finally:
         pids = [int(p) for p in (folder / "pids").read_text().split()]
         result = CliRunner().invoke(app, ["rehearse", "--stop", r.kubeconfig])

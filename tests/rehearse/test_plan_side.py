@@ -101,7 +101,7 @@ def test_stop_refuses_a_folder_that_is_not_a_kept_rehearsal(tmp_path: Path) -> N
 
 
 def test_slice_affinity_counts_pods_into_replicas_of_num_of_hosts() -> None:
-    from raytpu.rehearse.slice_affinity import REPLICA_LABEL, SliceAffinity
+    from raytpu.rehearse.slice_affinity import REPLICA_LABEL, SliceAffinity, replica_value
 
     hook = SliceAffinity(lambda ns, cluster, group: {"v5e-16": 4}.get(group, 1))
 
@@ -113,17 +113,24 @@ def test_slice_affinity_counts_pods_into_replicas_of_num_of_hosts() -> None:
 
     replicas = []
     for _ in range(8):
-        (label, affinity) = hook.patch("ray", worker("v5e-16"))
+        (label, _, together, apart) = hook.patch("ray", worker("v5e-16"))
         replicas.append(label["value"])
-        term = affinity["value"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        required = "requiredDuringSchedulingIgnoredDuringExecution"
+        (term,) = together["value"][required]
         assert term["topologyKey"] == "cloud.google.com/gke-nodepool"
         assert term["labelSelector"]["matchExpressions"][0]["values"] == [label["value"]]
+        (away,) = apart["value"][required]
+        assert away["namespaceSelector"] == {}  # no other replica, from any namespace
+        assert away["labelSelector"]["matchExpressions"][1] == {
+            "key": REPLICA_LABEL, "operator": "NotIn", "values": [label["value"]]}
         assert label["path"] == f"/metadata/labels/{REPLICA_LABEL}"
-    assert replicas == ["v5e-16-0"] * 4 + ["v5e-16-1"] * 4
+    assert replicas == ["ray.raytpu.v5e-16.0"] * 4 + ["ray.raytpu.v5e-16.1"] * 4
     assert hook.patch("ray", worker("v5e-4")) == []  # single-host: nothing to keep together
     head = worker("headgroup")
     head["metadata"]["labels"]["ray.io/node-type"] = "head"
     assert hook.patch("ray", head) == []
     # A pod that already has node affinity keeps it; the pod affinity is added beside it.
     ops = hook.patch("ray", worker("v5e-16", {"nodeAffinity": {}}))
-    assert ops[1]["path"] == "/spec/affinity/podAffinity"
+    assert [op["path"] for op in ops[1:]] == ["/spec/affinity/podAffinity",
+                                              "/spec/affinity/podAntiAffinity"]
+    assert len(replica_value("n" * 30, "c" * 30, "g" * 30, 7)) <= 63
