@@ -70,6 +70,11 @@ class Cache:
             component.module, component.version) and all(
             os.access(self.folder(component) / "bin" / b, os.X_OK) for b in component.binaries)
 
+    def module_dir(self, component: GoComponent) -> Path:
+        """The pinned module's source in the cache's module cache (read, never copied into
+        the repository)."""
+        return self.root / "go" / "mod" / f"{component.module}@{component.version}"
+
     def missing(self) -> list[GoComponent]:
         return [c for c in REHEARSAL_COMPONENTS if not self.complete(c)]
 

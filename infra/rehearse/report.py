@@ -24,6 +24,7 @@ def to_dict(r: Rehearsal) -> dict[str, Any]:
         "pods": [dataclasses.asdict(p) for p in r.pods],
         "missing_pods": r.missing_pods,
         "slices": [dataclasses.asdict(s) for s in r.slices],
+        "queues": [q.to_dict() for q in r.queues],
         "placeholders": [p.to_dict() for p in r.placeholders],
         "kubeconfig": r.kubeconfig,
     }
@@ -37,9 +38,11 @@ def summary(r: Rehearsal) -> str:
     admitted = sum(o.admitted for o in r.objects)
     bound = sum(p.node is not None for p in r.pods)
     slices = sum(s.bound for s in r.slices)
+    queues = (f", {sum(q.active for q in r.queues)}/{len(r.queues)} team queues active"
+              if r.queues else "")
     return (f"{'ok' if r.ok else 'FAILED'}: {r.stack}: {admitted}/{len(r.objects)} objects "
             f"admitted, {bound}/{len(r.pods)} Ray pods bound, {slices}/{len(r.slices)} "
-            f"multi-host slices on one pool, in {r.seconds:.1f} s")
+            f"multi-host slices on one pool{queues}, in {r.seconds:.1f} s")
 
 
 def render(r: Rehearsal) -> str:
@@ -64,6 +67,11 @@ def render(r: Rehearsal) -> str:
                   + (f"on pool {s.pool}" if s.bound else
                      "NOT on one pool" if s.pool is None else f"on pool {s.pool}, incomplete")
                   for s in r.slices]
+    if r.queues:
+        lines += ["", "team queues (Kueue):"]
+        lines += [f"  {q.team} -> ClusterQueue {q.cluster_queue}: "
+                  + (f"{q.admitted} admitted, {q.pending} pending, {q.chips_in_use} TPU chips "
+                     "in use" if q.active else f"INACTIVE: {q.reason}") for q in r.queues]
     if r.placeholders:
         lines += ["", "placeholders (known after `pulumi up`):"]
         lines += [f"  {p.kind} {_where(p.namespace, p.name)} {p.path} = {p.value}"

@@ -23,6 +23,12 @@ from raytpu.facts.names import NODEPOOL_LABEL
 from raytpu.plan.values import reveal
 from raytpu.rehearse.api import Api, ApiError, loopback_session
 from raytpu.rehearse.control_plane import ControlPlane, control_plane, free_port
+from raytpu.rehearse.kueue import (
+    internal_crds,
+    stack_manager_config,
+    start_kueue,
+    webhook_configurations,
+)
 from raytpu.rehearse.kwok_stages import config_yaml
 from raytpu.rehearse.nodes import FakePool, caveats, fake_nodes
 from raytpu.rehearse.objects import (
@@ -32,6 +38,7 @@ from raytpu.rehearse.objects import (
     stack_crds,
     stack_objects,
 )
+from raytpu.rehearse.queues import QueueOutcome, declared_queues, read_queues
 from raytpu.rehearse.slice_affinity import (
     HOOK_NAME,
     SliceAffinity,
@@ -59,9 +66,12 @@ FIXED_CAVEATS = (
     "TPU_WORKER_* env or hostnames",
     "no kube-proxy, DNS or CNI: NetworkPolicies are validated and stored, not enforced",
     "nothing of GCP: no node pools, Workload Identity, GKE admission or the managed Ray add-on",
-    "Kueue is not running (issue 30): queue labels are stored, workloads are neither "
-    "suspended nor admitted",
 )
+KUEUE_CAVEAT = ("Kueue runs out of cluster with the stack's Configuration (leader election "
+                "and internal cert management off, webhooks by URL, visibility API off); its "
+                "chart's own objects (Deployment, RBAC, Service) are not applied; the Kueue "
+                "CRDs ../shared/ref lacks (Workload, MultiKueue, ProvisioningRequestConfig) "
+                "come from the pinned module")
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,8 @@ class Rehearsal:
     placeholders: list[Placeholder]
     pools: list[FakePool]
     crds: list[str]
+    queues: list[QueueOutcome] = field(default_factory=list)
+    """The teams' queues as Kueue reports them (empty: the stack has no teams)."""
     missing_pods: list[str] = field(default_factory=list)
     """What the RayClusters should have but KubeRay did not create (with its event)."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -125,15 +137,17 @@ class Rehearsal:
     def ok(self) -> bool:
         return (all(o.admitted for o in self.objects) and not self.missing_pods
                 and all(p.node is not None for p in self.pods)
-                and all(s.bound for s in self.slices))
+                and all(s.bound for s in self.slices) and all(q.active for q in self.queues))
 
 
-def rehearsal_versions(operator: bool = True) -> dict[str, str]:
+def rehearsal_versions(operator: bool = True, kueue: bool = True) -> dict[str, str]:
     """What ran, by component (the stacks' own KubeRay pin beside the one rehearsed)."""
     out = {c.name: c.version.removeprefix("v") for c in versions.REHEARSAL_COMPONENTS}
     out["kuberay-stacks"] = versions.KUBERAY_VERSION
     if not operator:
         out.pop("ray-operator")
+    if not kueue:
+        out.pop("kueue")
     return out
 
 
@@ -165,6 +179,19 @@ def start_operator(cp: ControlPlane, cache: Cache, gates: list[str]) -> float:
     process = cp.start("ray-operator", argv)
     return cp.wait_until(process, lambda: session.get(
         f"http://127.0.0.1:{probe}/readyz", timeout=2).status_code == 200)
+
+
+def num_of_hosts(api: Api, namespace: str, cluster: str, group: str) -> int:
+    """A worker group's ``numOfHosts``, read from its RayCluster as it is now (those the
+    stack declares and those KubeRay makes for RayJobs alike); 1 when it cannot be read."""
+    try:
+        rc = api.get("ray.io/v1", "RayCluster", cluster, namespace)
+    except ApiError:
+        return 1
+    for g in rc.get("spec", {}).get("workerGroupSpecs") or []:
+        if g.get("groupName") == group:
+            return int(g.get("numOfHosts", 1) or 1)
+    return 1
 
 
 def _apply_all(api: Api, objs: list[dict[str, Any]]) -> list[ObjectOutcome]:
@@ -323,16 +350,21 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
              keep: bool = False, at_max: bool = False, operator: bool = True,
              settle_timeout: float = SETTLE_TIMEOUT_S,
              edit: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
+             pods_ready_timeout: str | None = None,
              ) -> Rehearsal:
     """Bring what ``result`` declares (a preview plan: ``run_plan(..., preview=True)``) up
     and report. ``edit(objects, nodes)`` may change what is applied (the tests' failing
-    cases: a head too big, a selector no pool matches)."""
+    cases: a head too big, a selector no pool matches); ``pods_ready_timeout`` shortens
+    Kueue's ``waitForPodsReady.timeout`` (a Go duration: the eviction test)."""
     started = time.monotonic()
     stack = result.stack
     objs, placeholders = stack_objects(result)
     crd_objs = stack_crds(objs, crd_folder(crds))
     pools, nodes = fake_nodes(result, at_max=at_max)
     gates, gate_caveats = _operator_gates(result.resources)
+    kueue_config = stack_manager_config(result.resources)
+    if kueue_config is not None:
+        crd_objs += internal_crds(cache, {c["metadata"]["name"] for c in crd_objs})
     if edit is not None:
         edit(objs, nodes)
     timings: dict[str, float] = {}
@@ -340,6 +372,8 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
              f"{versions.KUBERAY_VERSION}; the Go module proxy refuses its download), with "
              f"{versions.KUBERAY_VERSION}'s CRDs: see README 'Rehearse a stack locally' for "
              "what it lacks", *gate_caveats, *FIXED_CAVEATS, *caveats(pools)]
+    if kueue_config is not None:
+        notes.append(KUEUE_CAVEAT)
     if not operator:
         notes[0] = "no KubeRay operator: RayClusters are admitted but make no pods"
     if placeholders:
@@ -359,11 +393,12 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
         timings["nodes"] = time.monotonic() - t
         if operator:
             timings["ray-operator"] = start_operator(cp, cache, gates)
-        hosts = {(o["metadata"].get("namespace", "default"), o["metadata"]["name"],
-                  g["groupName"]): int(g.get("numOfHosts", 1) or 1)
-                 for o in objs if o["kind"] == "RayCluster"
-                 for g in o["spec"].get("workerGroupSpecs") or []}
-        server, port = serve(SliceAffinity(lambda ns, c, g: hosts.get((ns, c, g), 1)),
+        if kueue_config is not None:
+            kueue, timings["kueue"] = start_kueue(cp, cache, kueue_config, pods_ready_timeout)
+            for hook in webhook_configurations(kueue, cp.pki.ca_cert.read_bytes()):
+                api.apply(hook)
+        hook_api = Api.connect(cp.server, str(cp.pki.ca_cert), cp.admin.token)
+        server, port = serve(SliceAffinity(lambda ns, c, g: num_of_hosts(hook_api, ns, c, g)),
                              str(cp.pki.serving_cert), str(cp.pki.serving_key))
         try:
             api.apply(webhook_configuration(port, cp.pki.ca_cert.read_bytes()))
@@ -379,13 +414,16 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
                                "MutatingWebhookConfiguration", HOOK_NAME)
             server.shutdown()
         cp.check_running()
+        queues = (read_queues(api, declared_queues(objs))
+                  if kueue_config is not None else [])
         pool_of = {n["metadata"]["name"]: n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes}
         pods = [_pod_outcome(p, pool_of) for p in raw]
         labels = {p["metadata"]["name"]: p["metadata"].get("labels", {}) for p in raw}
         rehearsal = Rehearsal(
-            stack, rehearsal_versions(operator), notes, 0.0, outcomes, pods,
-            _slices(expected, pods, labels), placeholders, pools,
-            [c["metadata"]["name"] for c in crd_objs], _missing(api, expected, pods, labels),
+            stack, rehearsal_versions(operator, kueue_config is not None), notes, 0.0,
+            outcomes, pods, _slices(expected, pods, labels), placeholders, pools,
+            [c["metadata"]["name"] for c in crd_objs], queues,
+            _missing(api, expected, pods, labels),
             timings, settled, str(cp.kubeconfig()) if keep else None, str(cp.folder),
             [p.popen.pid for p in cp.processes])
         t = time.monotonic()
