@@ -115,11 +115,20 @@ class Api:
                namespace: str | None = None) -> None:
         self._request("DELETE", self.path(api_version, kind, namespace, name))
 
-    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(self, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        """POST ``obj``; ``dry_run``: authorized and admitted, never stored."""
         meta = obj["metadata"]
         result: dict[str, Any] = self._request(
             "POST", self.path(obj["apiVersion"], obj["kind"], meta.get("namespace")),
-            json=obj)
+            json=obj, params={"dryRun": "All"} if dry_run else None)
+        return result
+
+    def merge_patch(self, api_version: str, kind: str, name: str, patch: dict[str, Any],
+                    namespace: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        result: dict[str, Any] = self._request(
+            "PATCH", self.path(api_version, kind, namespace, name), data=json.dumps(patch),
+            headers={"Content-Type": "application/merge-patch+json"},
+            params={"dryRun": "All"} if dry_run else None)
         return result
 
     def wait_established(self, crd_names: list[str], timeout: float = 30.0) -> None:

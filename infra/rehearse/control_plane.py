@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,10 +184,12 @@ def _tokens(path: Path, identities: list[Identity]) -> None:
 
 @contextlib.contextmanager
 def control_plane(cache: Cache, *, keep: bool = False, kwok_config: str | None = None,
-                  timings: dict[str, float] | None = None) -> Iterator[ControlPlane]:
+                  timings: dict[str, float] | None = None,
+                  identities: Sequence[Identity] = ()) -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, kube-controller-manager, kube-scheduler and (given its stages)
     KWOK, ready; stopped and removed on exit unless ``keep``. ``timings`` gets each
-    component's seconds to ready."""
+    component's seconds to ready; ``identities`` are users the API server also knows (by
+    token, with no rights beyond what RBAC grants them)."""
     folder = Path(tempfile.mkdtemp(prefix="raytpu-rehearse-"))
     times = timings if timings is not None else {}
     address = host_address()
@@ -197,7 +199,7 @@ def control_plane(cache: Cache, *, keep: bool = False, kwok_config: str | None =
     kcm = Identity("system:kube-controller-manager", ())
     api_port, etcd_port, peer_port = free_port(), free_port(), free_port()
     cp = ControlPlane(folder, f"https://127.0.0.1:{api_port}", pki, admin)
-    _tokens(folder / "tokens.csv", [admin, scheduler, kcm])
+    _tokens(folder / "tokens.csv", [admin, scheduler, kcm, *identities])
     session = loopback_session(str(pki.ca_cert), admin.token)
     bin_ = cache.binary
     try:

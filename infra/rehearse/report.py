@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from raytpu.rehearse.access import to_json
 from raytpu.rehearse.run import Rehearsal
 
 
@@ -25,8 +26,10 @@ def to_dict(r: Rehearsal) -> dict[str, Any]:
         "missing_pods": r.missing_pods,
         "slices": [dataclasses.asdict(s) for s in r.slices],
         "queues": [q.to_dict() for q in r.queues],
+        "access": to_json(r.access),
         "placeholders": [p.to_dict() for p in r.placeholders],
         "kubeconfig": r.kubeconfig,
+        "member_kubeconfigs": r.member_kubeconfigs,
     }
 
 
@@ -40,6 +43,9 @@ def summary(r: Rehearsal) -> str:
     slices = sum(s.bound for s in r.slices)
     queues = (f", {sum(q.active for q in r.queues)}/{len(r.queues)} team queues active"
               if r.queues else "")
+    if r.access:
+        queues += (f", {sum(a.as_expected for a in r.access)}/{len(r.access)} access checks "
+                   "as designed")
     return (f"{'ok' if r.ok else 'FAILED'}: {r.stack}: {admitted}/{len(r.objects)} objects "
             f"admitted, {bound}/{len(r.pods)} Ray pods bound, {slices}/{len(r.slices)} "
             f"multi-host slices on one pool{queues}, in {r.seconds:.1f} s")
@@ -72,6 +78,13 @@ def render(r: Rehearsal) -> str:
         lines += [f"  {q.team} -> ClusterQueue {q.cluster_queue}: "
                   + (f"{q.admitted} admitted, {q.pending} pending, {q.chips_in_use} TPU chips "
                      "in use" if q.active else f"INACTIVE: {q.reason}") for q in r.queues]
+    if r.access:
+        lines += ["", "team access (RBAC, as each member):"]
+        lines += [f"  {'ok  ' if a.as_expected else 'WRONG'} {a.member} ({a.team}): {a.action}"
+                  + (f" in {a.namespace}" if a.namespace else "") + f": {a.result}"
+                  + ("" if a.as_expected else f", expected {a.expected}")
+                  + (f" ({a.reason})" if a.reason and not a.as_expected else "")
+                  for a in r.access]
     if r.placeholders:
         lines += ["", "placeholders (known after `pulumi up`):"]
         lines += [f"  {p.kind} {_where(p.namespace, p.name)} {p.path} = {p.value}"

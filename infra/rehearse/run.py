@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from raytpu.facts import versions
 from raytpu.facts.names import NODEPOOL_LABEL
 from raytpu.plan.values import reveal
+from raytpu.rehearse.access import AccessOutcome, Member, check_access, team_members
 from raytpu.rehearse.api import Api, ApiError, loopback_session
 from raytpu.rehearse.control_plane import ControlPlane, control_plane, free_port
 from raytpu.rehearse.kueue import (
@@ -38,6 +39,15 @@ from raytpu.rehearse.objects import (
     stack_crds,
     stack_objects,
 )
+from raytpu.rehearse.observe import (
+    PodOutcome,
+    SliceOutcome,
+    expected_pods,
+    missing_pods,
+    pod_outcome,
+    slices_of,
+    wait_settled,
+)
 from raytpu.rehearse.queues import QueueOutcome, declared_queues, read_queues
 from raytpu.rehearse.slice_affinity import (
     HOOK_NAME,
@@ -45,20 +55,12 @@ from raytpu.rehearse.slice_affinity import (
     serve,
     webhook_configuration,
 )
-from raytpu.rehearse.slice_affinity import REPLICA_LABEL as EMULATED_REPLICA_LABEL
 
 if TYPE_CHECKING:
     from raytpu.rehearse.build import Cache
 
 SETTLE_TIMEOUT_S = 60.0
-# The pods must look the same this long before the rehearsal calls them settled: KubeRay and
-# the scheduler act within a few hundred milliseconds of each other's writes.
-STABLE_FOR_S = 1.5
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
-RAY_CLUSTER_LABEL = "ray.io/cluster"
-RAY_GROUP_LABEL = "ray.io/group"
-HEAD_GROUP = "headgroup"
-REPLICA_LABEL = "ray.io/worker-group-replica-name"
 FIXED_CAVEATS = (
     "no kubelet: containers never run and images are not pulled; KWOK marks bound pods Running",
     "no TPU webhook (not obtainable as a Go module): its one rule placement needs, a "
@@ -83,32 +85,6 @@ class ObjectOutcome:
     message: str
 
 
-@dataclass(frozen=True)
-class PodOutcome:
-    namespace: str
-    name: str
-    group: str
-    node: str | None
-    pool: str | None
-    phase: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class SliceOutcome:
-    cluster: str
-    group: str
-    replica: str | None
-    """KubeRay's replica name when it labels pods (``RayMultiHostIndexing``), else the one
-    :mod:`raytpu.rehearse.slice_affinity` gave; None: the group's pods on one pool."""
-    pool: str | None
-    """The one pool all its hosts are on (None: they straddle pools, or are not all bound)."""
-    hosts: int
-    """Pods found; ``expected_hosts`` is the group's ``numOfHosts``."""
-    expected_hosts: int
-    bound: bool
-
-
 @dataclass
 class Rehearsal:
     stack: str
@@ -123,6 +99,8 @@ class Rehearsal:
     crds: list[str]
     queues: list[QueueOutcome] = field(default_factory=list)
     """The teams' queues as Kueue reports them (empty: the stack has no teams)."""
+    access: list[AccessOutcome] = field(default_factory=list)
+    """Each team member's requests, as the API server's RBAC answered them."""
     missing_pods: list[str] = field(default_factory=list)
     """What the RayClusters should have but KubeRay did not create (with its event)."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -132,12 +110,15 @@ class Rehearsal:
     """Where the run kept its files: removed on return unless kept."""
     pids: list[int] = field(default_factory=list)
     """The processes it started: stopped on return unless kept."""
+    member_kubeconfigs: dict[str, str] = field(default_factory=dict)
+    """With ``keep``: a kubeconfig per team member subject (``Group:ml-vision@...``)."""
 
     @property
     def ok(self) -> bool:
         return (all(o.admitted for o in self.objects) and not self.missing_pods
                 and all(p.node is not None for p in self.pods)
-                and all(s.bound for s in self.slices) and all(q.active for q in self.queues))
+                and all(s.bound for s in self.slices) and all(q.active for q in self.queues)
+                and all(a.as_expected for a in self.access))
 
 
 def rehearsal_versions(operator: bool = True, kueue: bool = True) -> dict[str, str]:
@@ -194,6 +175,27 @@ def num_of_hosts(api: Api, namespace: str, cluster: str, group: str) -> int:
     return 1
 
 
+@dataclass(frozen=True)
+class Live:
+    """The running rehearsal, for ``then``: the control plane, an admin client, and a
+    kubeconfig per team member subject."""
+
+    control_plane: ControlPlane
+    api: Api
+    member_kubeconfigs: dict[str, str]
+
+
+def _member_kubeconfigs(cp: ControlPlane, members: list[Member]) -> dict[str, str]:
+    return {m.subject: str(cp.kubeconfig(m.identity, f"member-{i}"))
+            for i, m in enumerate(members)}
+
+
+def _access(cp: ControlPlane, members: list[Member],
+            objs: list[dict[str, Any]]) -> list[AccessOutcome]:
+    queues = dict(declared_queues(objs))
+    return check_access(cp.server, str(cp.pki.ca_cert), members, queues)
+
+
 def _apply_all(api: Api, objs: list[dict[str, Any]]) -> list[ObjectOutcome]:
     outcomes = []
     for obj in objs:
@@ -224,138 +226,20 @@ def _wait_nodes_ready(api: Api, names: list[str], timeout: float = 30.0) -> None
         time.sleep(0.1)
 
 
-@dataclass(frozen=True)
-class _Expected:
-    """The pods one RayCluster should have: a head, and replicas x numOfHosts per group."""
-
-    namespace: str
-    cluster: str
-    groups: dict[str, tuple[int, int]]
-    """group -> (replicas, numOfHosts); the head group is (1, 1)."""
-
-    @property
-    def pods(self) -> int:
-        return sum(r * h for r, h in self.groups.values())
-
-
-def _expected(objs: list[dict[str, Any]], outcomes: list[ObjectOutcome]) -> list[_Expected]:
-    out = []
-    for obj, o in zip(objs, outcomes, strict=True):
-        if obj["kind"] != "RayCluster" or not o.admitted or obj["spec"].get("suspend"):
-            continue
-        groups = {HEAD_GROUP: (1, 1)}
-        for g in obj["spec"].get("workerGroupSpecs") or []:
-            groups[g["groupName"]] = (int(g.get("replicas", g.get("minReplicas", 0)) or 0),
-                                      int(g.get("numOfHosts", 1) or 1))
-        out.append(_Expected(obj["metadata"].get("namespace", "default"),
-                             obj["metadata"]["name"], groups))
-    return out
-
-
-def _pod_outcome(pod: dict[str, Any], pool_of: dict[str, str]) -> PodOutcome:
-    meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}
-    node = spec.get("nodeName")
-    reason = ""
-    for c in status.get("conditions") or []:
-        if c["type"] == "PodScheduled" and c["status"] != "True":
-            reason = c.get("message") or c.get("reason") or "not scheduled"
-    if node is None and not reason:
-        reason = "not yet scheduled"
-    return PodOutcome(meta["namespace"], meta["name"],
-                      meta.get("labels", {}).get(RAY_GROUP_LABEL, ""), node,
-                      pool_of.get(node) if node else None, status.get("phase", "Pending"),
-                      reason)
-
-
-def _ray_pods(api: Api) -> list[dict[str, Any]]:
-    return sorted(api.list_items("v1", "Pod", labelSelector=RAY_CLUSTER_LABEL),
-                  key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
-
-
-def _settled(pods: list[dict[str, Any]], expected: list[_Expected]) -> bool:
-    if len(pods) < sum(e.pods for e in expected):
-        return False
-    for p in pods:
-        if p["spec"].get("nodeName"):
-            if (p.get("status") or {}).get("phase") != "Running":
-                return False
-        elif not any(c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"
-                     for c in (p.get("status") or {}).get("conditions") or []):
-            return False
-    return True
-
-
-def _wait_settled(api: Api, expected: list[_Expected], timeout: float
-                  ) -> tuple[list[dict[str, Any]], bool, float]:
-    started = time.monotonic()
-    last: list[tuple[str, str | None, str]] | None = None
-    stable_since = started
-    while True:
-        pods = _ray_pods(api)
-        state = [(p["metadata"]["name"], p["spec"].get("nodeName"),
-                  (p.get("status") or {}).get("phase", "")) for p in pods]
-        now = time.monotonic()
-        if state != last:
-            last, stable_since = state, now
-        if _settled(pods, expected) and now - stable_since >= STABLE_FOR_S:
-            return pods, True, stable_since - started
-        if now - started > timeout:
-            return pods, False, now - started
-        time.sleep(0.2)
-
-
-def _slices(expected: list[_Expected], pods: list[PodOutcome],
-            labels: dict[str, dict[str, str]]) -> list[SliceOutcome]:
-    out = []
-    for e in expected:
-        for group, (_, hosts) in e.groups.items():
-            if group == HEAD_GROUP or hosts < 2:
-                continue
-            mine = [p for p in pods if p.namespace == e.namespace and p.group == group
-                    and labels[p.name].get(RAY_CLUSTER_LABEL) == e.cluster]
-            by: dict[tuple[str | None, str | None], list[PodOutcome]] = {}
-            for p in mine:
-                replica = (labels[p.name].get(REPLICA_LABEL)
-                           or labels[p.name].get(EMULATED_REPLICA_LABEL))
-                # Without KubeRay's replica label a replica is known only by where it runs.
-                by.setdefault((replica, None if replica else p.pool), []).append(p)
-            for (replica, _), members in sorted(by.items(), key=lambda kv: str(kv[0])):
-                pools = {p.pool for p in members}
-                one = next(iter(pools)) if len(pools) == 1 else None
-                bound = (one is not None and len(members) == hosts
-                         and all(p.node for p in members))
-                out.append(SliceOutcome(e.cluster, group, replica, one, len(members), hosts,
-                                        bound))
-    return out
-
-
-def _missing(api: Api, expected: list[_Expected], pods: list[PodOutcome],
-             labels: dict[str, dict[str, str]]) -> list[str]:
-    out = []
-    for e in expected:
-        have = sum(1 for p in pods if p.namespace == e.namespace
-                   and labels[p.name].get(RAY_CLUSTER_LABEL) == e.cluster)
-        if have >= e.pods:
-            continue
-        events = [ev for ev in api.list_items("v1", "Event", e.namespace)
-                  if ev.get("involvedObject", {}).get("name") == e.cluster
-                  and ev.get("type") == "Warning"]
-        why = events[-1].get("message", "") if events else "no event from KubeRay"
-        out.append(f"RayCluster {e.namespace}/{e.cluster}: {have} of {e.pods} pods created "
-                   f"({why})")
-    return out
-
 
 def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
              keep: bool = False, at_max: bool = False, operator: bool = True,
              settle_timeout: float = SETTLE_TIMEOUT_S,
              edit: Callable[[list[dict[str, Any]], list[dict[str, Any]]], None] | None = None,
              pods_ready_timeout: str | None = None,
+             then: Callable[[Live], None] | None = None,
              ) -> Rehearsal:
     """Bring what ``result`` declares (a preview plan: ``run_plan(..., preview=True)``) up
     and report. ``edit(objects, nodes)`` may change what is applied (the tests' failing
     cases: a head too big, a selector no pool matches); ``pods_ready_timeout`` shortens
-    Kueue's ``waitForPodsReady.timeout`` (a Go duration: the eviction test)."""
+    Kueue's ``waitForPodsReady.timeout`` (a Go duration: the eviction test). ``then(live)``
+    runs once the stack has settled, with everything still up (the tests submit team jobs
+    there); what it started is settled and reported too."""
     started = time.monotonic()
     stack = result.stack
     objs, placeholders = stack_objects(result)
@@ -379,7 +263,9 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
     if placeholders:
         notes.append(f"{len(placeholders)} value(s) known only after `pulumi up` are "
                      "placeholders (see placeholders)")
-    with control_plane(cache, keep=keep, kwok_config=config_yaml(), timings=timings) as cp:
+    members = team_members(objs)
+    with control_plane(cache, keep=keep, kwok_config=config_yaml(), timings=timings,
+                       identities=[m.identity for m in members]) as cp:
         api = Api.connect(cp.server, str(cp.pki.ca_cert), cp.admin.token)
         t = time.monotonic()
         for crd in crd_objs:
@@ -405,8 +291,17 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
             t = time.monotonic()
             outcomes = _apply_all(api, objs)
             timings["apply"] = time.monotonic() - t
-            expected = _expected(objs, outcomes) if operator else []
-            raw, settled, timings["settle"] = _wait_settled(api, expected, settle_timeout)
+            expected = expected_pods(
+                [obj for obj, o in zip(objs, outcomes, strict=True) if o.admitted]
+            ) if operator else []
+            raw, settled, timings["settle"] = wait_settled(api, expected, settle_timeout)
+            access = _access(cp, members, objs) if kueue_config is not None else []
+            if then is not None:
+                then(Live(cp, api, _member_kubeconfigs(cp, members)))
+                # What the team jobs added: every RayCluster as it is now.
+                expected = expected_pods(api.list_items("ray.io/v1", "RayCluster"))
+                raw, settled, timings["settle-after"] = wait_settled(api, expected,
+                                                                     settle_timeout)
         finally:
             if keep:  # the hook ends with this process: a kept cluster must not call it
                 with contextlib.suppress(ApiError):
@@ -417,15 +312,16 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
         queues = (read_queues(api, declared_queues(objs))
                   if kueue_config is not None else [])
         pool_of = {n["metadata"]["name"]: n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes}
-        pods = [_pod_outcome(p, pool_of) for p in raw]
+        pods = [pod_outcome(p, pool_of) for p in raw]
         labels = {p["metadata"]["name"]: p["metadata"].get("labels", {}) for p in raw}
         rehearsal = Rehearsal(
             stack, rehearsal_versions(operator, kueue_config is not None), notes, 0.0,
-            outcomes, pods, _slices(expected, pods, labels), placeholders, pools,
-            [c["metadata"]["name"] for c in crd_objs], queues,
-            _missing(api, expected, pods, labels),
+            outcomes, pods, slices_of(expected, pods, labels), placeholders, pools,
+            [c["metadata"]["name"] for c in crd_objs], queues, access,
+            missing_pods(api, expected, pods, labels),
             timings, settled, str(cp.kubeconfig()) if keep else None, str(cp.folder),
-            [p.popen.pid for p in cp.processes])
+            [p.popen.pid for p in cp.processes],
+            _member_kubeconfigs(cp, members) if keep else {})
         t = time.monotonic()
     timings["teardown"] = time.monotonic() - t
     rehearsal.seconds = time.monotonic() - started

@@ -17,7 +17,7 @@ from raytpu.rehearse.objects import (
     stack_crds,
     stack_objects,
 )
-from raytpu.rehearse.run import PodOutcome, _Expected, _slices
+from raytpu.rehearse.observe import Expected, PodOutcome, slices_of
 from typer.testing import CliRunner
 
 
@@ -52,23 +52,23 @@ def _pod(name: str, pool: str | None) -> PodOutcome:
 
 
 def test_a_replica_whose_hosts_straddle_pools_is_not_bound() -> None:
-    expected = [_Expected("ray", "raytpu", {"headgroup": (1, 1), "v5e-16": (1, 4)})]
+    expected = [Expected("ray", "raytpu", {"headgroup": (1, 1), "v5e-16": (1, 4)})]
     pods = [_pod("a", "p0"), _pod("b", "p0"), _pod("c", "p1"), _pod("d", "p1")]
     labels = {p.name: {"ray.io/cluster": "raytpu"} for p in pods}
-    slices = _slices(expected, pods, labels)
+    slices = slices_of(expected, pods, labels)
     assert [(s.pool, s.hosts, s.bound) for s in slices] == [("p0", 2, False), ("p1", 2, False)]
     whole = [_pod(n, "p0") for n in "abcd"]
-    (one,) = _slices(expected, whole, labels)
+    (one,) = slices_of(expected, whole, labels)
     assert one.bound and one.pool == "p0" and one.hosts == one.expected_hosts == 4
 
 
 def test_replica_labels_when_kuberay_sets_them() -> None:
-    expected = [_Expected("ray", "raytpu", {"v5e-16": (2, 2)})]
+    expected = [Expected("ray", "raytpu", {"v5e-16": (2, 2)})]
     pods = [_pod("a", "p0"), _pod("b", "p1"), _pod("c", "p1"), _pod("d", "p0")]
     replica = {"a": "r0", "b": "r0", "c": "r1", "d": "r1"}
     labels = {n: {"ray.io/cluster": "raytpu", "ray.io/worker-group-replica-name": r}
               for n, r in replica.items()}
-    slices = _slices(expected, pods, labels)
+    slices = slices_of(expected, pods, labels)
     assert [(s.replica, s.pool, s.bound) for s in slices] == [("r0", None, False),
                                                               ("r1", None, False)]
 
