@@ -4,6 +4,8 @@ Needs ``raytpu rehearse --build``; skips without it (conftest)."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import pytest
 from raytpu.plan.engine import run_plan
 from raytpu.rehearse.build import Cache
 from raytpu.rehearse.report import render, to_dict
-from raytpu.rehearse.run import Rehearsal, rehearse
+from raytpu.rehearse.run import Live, Rehearsal, rehearse
 
 Edit = Callable[[list[dict[str, Any]], list[dict[str, Any]]], None]
 
@@ -104,3 +106,124 @@ def test_a_role_that_grants_too_much_is_caught_by_the_access_checks(
     assert not r.ok
     assert "WRONG Group:ml-vision@example.com (vision): list Secrets in speech: allowed" \
         in render(r)
+
+
+# A digest no registry serves: images are never pulled here.
+IMAGE = "registry.rehearsal.invalid/raytpu-trainer@sha256:" + "0" * 64
+
+
+def _submit(kubeconfig: str, team: str, slices: int, run_name: str) -> str:
+    from raytpu.cli.app import app
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, [
+        "submit", "--stack", "prod", "--team", team, "--slices", str(slices),
+        "--run-name", run_name, "--image", IMAGE, "--kubeconfig", kubeconfig])
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip()
+
+
+def _workload(live: Live, namespace: str, job: str,
+              until: Callable[[dict[str, Any]], bool], timeout: float = 60) -> dict[str, Any]:
+    """The Workload Kueue made for RayJob ``job``, once ``until`` holds for it."""
+    deadline = time.monotonic() + timeout
+    last: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        for w in live.api.list_items("kueue.x-k8s.io/v1beta2", "Workload", namespace):
+            owners = w["metadata"].get("ownerReferences") or []
+            if any(o["kind"] == "RayJob" and o["name"] == job for o in owners):
+                last = w
+                if until(w):
+                    return w
+        time.sleep(0.3)
+    raise AssertionError(f"Workload of {namespace}/{job}: {last.get('status')}")
+
+
+def _condition(w: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (w.get("status") or {}).get("conditions") or []
+                 if c["type"] == kind), {})
+
+
+def _true(kind: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda w: _condition(w, kind).get("status") == "True"
+
+
+def _cluster_of(live: Live, namespace: str, job: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        name = ((live.api.get("ray.io/v1", "RayJob", job, namespace).get("status") or {})
+                .get("rayClusterName"))
+        if name:
+            return str(name)
+        time.sleep(0.3)
+    raise AssertionError(f"RayJob {namespace}/{job} made no RayCluster")
+
+
+def test_submit_team_admitted_within_quota_the_next_one_queued_and_status_reads_it(
+        run: Callable[..., Rehearsal]) -> None:
+    seen: dict[str, Any] = {}
+
+    def team_jobs(live: Live) -> None:
+        lead = live.member_kubeconfigs["User:speech-lead@example.com"]
+        assert _submit(lead, "speech", 2, "speech-a") == "speech/speech-a"
+        admitted = _workload(live, "speech", "speech-a", _true("Admitted"))
+        seen["cluster"] = _cluster_of(live, "speech", "speech-a")
+        # speech: 2 slices nominal + 1 borrowable; 2 more do not fit.
+        _submit(lead, "speech", 2, "speech-b")
+        pending = _workload(live, "speech", "speech-b",
+                            lambda w: bool(_condition(w, "QuotaReserved").get("message")))
+        seen["admitted"], seen["pending"] = admitted, pending
+        from raytpu.cli.app import app
+        from typer.testing import CliRunner
+
+        # Give KubeRay and the scheduler the new cluster before reading the fleet.
+        time.sleep(3)
+        status = CliRunner().invoke(app, ["status", "--stack", "prod", "--json",
+                                          "--kubeconfig", str(live.control_plane.kubeconfig())])
+        assert status.exit_code in (0, 1), status.output
+        seen["status"] = json.loads(status.stdout)
+
+    r = run("prod", at_max=True, then=team_jobs)
+    pending = seen["pending"]
+    assert _condition(pending, "Admitted").get("status") != "True"
+    reason = _condition(pending, "QuotaReserved")["message"]
+    assert "insufficient" in reason.lower() and "google.com/tpu" in reason, reason
+    # The admitted job's cluster: 2 slices of 4 hosts, each on one v5e-16 pool of its own.
+    mine = [s for s in r.slices if s.cluster == seen["cluster"]]
+    assert len(mine) == 2 and all(s.bound and s.hosts == 4 for s in mine), render(r)
+    assert all(s.pool and s.pool.startswith("v5e-16-") for s in mine)
+    shared = {s.pool for s in r.slices if s.cluster == "raytpu"}
+    assert not shared & {s.pool for s in mine}
+    (speech,) = [q for q in r.queues if q.team == "speech"]
+    assert (speech.admitted, speech.pending, speech.chips_in_use) == (1, 1, 32), r.queues
+    (team,) = [t for t in seen["status"]["teams"] if t["name"] == "speech"]
+    assert team["workloads"] == {"admitted": 1, "pending": 1}
+    assert team["cluster_queue"]["tpu_chips"] == {"used": 32, "nominal": 32}
+
+
+def test_a_job_whose_hosts_cannot_all_bind_is_evicted_by_wait_for_pods_ready(
+        run: Callable[..., Rehearsal]) -> None:
+    seen: dict[str, Any] = {}
+
+    def stuck_job(live: Live) -> None:
+        # At the initial size only v5e-16-0 has nodes, and the shared RayCluster holds it.
+        lead = live.member_kubeconfigs["User:speech-lead@example.com"]
+        _submit(lead, "speech", 1, "speech-stuck")
+        seen["admitted"] = _workload(live, "speech", "speech-stuck", _true("Admitted"))
+        seen["evicted"] = _workload(live, "speech", "speech-stuck", _true("Evicted"))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the quota comes back once it is suspended
+            cq = live.api.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "speech")
+            if (cq.get("status") or {}).get("admittedWorkloads") == 0:
+                break
+            time.sleep(0.3)
+        seen["cq"] = cq
+        seen["rayjob"] = live.api.get("ray.io/v1", "RayJob", "speech-stuck", "speech")
+
+    r = run("prod", then=stuck_job, pods_ready_timeout="5s")
+    evicted = _condition(seen["evicted"], "Evicted")
+    assert evicted["reason"] == "PodsReadyTimeout", evicted
+    assert (seen["cq"].get("status") or {}).get("admittedWorkloads") == 0, seen["cq"]
+    assert seen["rayjob"]["spec"]["suspend"] is True  # Kueue stopped it; it waits to requeue
+    (speech,) = [q for q in r.queues if q.team == "speech"]
+    assert speech.admitted == 0 and speech.chips_in_use == 0, r.queues
