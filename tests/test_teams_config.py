@@ -17,7 +17,7 @@ from raytpu.config.validate import parse_stack_config, stack_warnings
 ROOT = Path(__file__).resolve().parents[1]
 SLICES = [
     {"name": "pod16", "tpu": "v5litepod-16"},  # 1 slice, fixed
-    {"name": "single", "tpu": "v5litepod-4", "count": 2, "autoscaling": {"min": 0, "max": 3}},
+    {"name": "single", "tpu": "v5litepod-4", "count": 2, "autoscaling": {"min": 0, "max": 5}},
 ]
 
 
@@ -81,8 +81,8 @@ def test_team_object_names_derive_from_the_team() -> None:
     ([_team(quota={"pod16": 2})],
      "raytpu:teams[0].quota.pod16: 2 slices, but the fleet never holds more than 1 "
      "(raytpu:slices[0].count)"),
-    ([_team(quota={"single": 4})],
-     "raytpu:teams[0].quota.single: 4 slices, but the fleet never holds more than 3 "
+    ([_team(quota={"single": 6})],
+     "raytpu:teams[0].quota.single: 6 slices, but the fleet never holds more than 5 "
      "(raytpu:slices[1].autoscaling.max)"),
     ([_team(), _team(members=["user:x@example.com"])],
      "raytpu:teams[1].name: 'vision' is used by another team"),
@@ -132,13 +132,28 @@ def test_the_ray_namespace_of_this_stack_is_reserved() -> None:
     assert any(p.startswith("raytpu:teams[0].name: 'research'") for p in e.value.problems)
 
 
-def test_oversubscribed_fleet_is_a_warning_not_an_error() -> None:
-    cfg = parse_stack_config("t", _raw([
-        _team(quota={"single": 2}), {**_team(name="speech"), "quota": {"single": 2}}]))
-    assert stack_warnings(cfg) == [
-        "raytpu:teams: nominal quotas on slice group 'single' add up to 4 slices (vision 2, "
-        "speech 2), more than the fleet's 3 (raytpu:slices[1]): Kueue may admit jobs that "
-        "then wait for nodes"]
+def test_quotas_and_the_shared_clusters_slices_beyond_the_pools_are_refused_with_the_numbers(
+        ) -> None:
+    """Kueue admits by quota alone: the teams' nominal slices plus what the shared RayCluster
+    starts with must fit the group's node pools, or a team job is admitted with no pool."""
+    problems = _problems([_team(quota={"single": 2}),
+                          {**_team(name="speech"), "quota": {"single": 2}}])
+    assert problems == [
+        "raytpu:teams: nominal quotas on slice group 'single' add up to 4 slice(s) (vision 2, "
+        "speech 2) and the shared RayCluster (raytpu:ray) starts with 2 "
+        "(raytpu:slices[1].count: 2), but the group has 5 node pools "
+        "(raytpu:slices[1].autoscaling.max: 5): Kueue admits by quota alone, so a team job "
+        "could be admitted with no pool free. Raise autoscaling.max to at least 6, or lower "
+        "the quotas; the shared RayCluster may scale to autoscaling.max less the teams' 4"]
+
+
+def test_the_shared_cluster_scales_only_to_the_pools_the_quotas_leave() -> None:
+    from raytpu.program.ray_cluster_config import worker_groups
+
+    cfg = parse_stack_config("t", _raw([_team(quota={"single": 3})]))
+    assert not [w for w in stack_warnings(cfg) if "single" in w]
+    single = next(g for g in worker_groups(cfg) if g.name == "single")
+    assert (single.min_slices, single.initial_slices, single.max_slices) == (0, 2, 2)
 
 
 def test_teams_field_is_the_teams_model() -> None:

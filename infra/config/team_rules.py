@@ -1,6 +1,7 @@
 """What a stack's teams derive from the whole stack (checkpoint locations, buckets, nominal
-quotas) and the checks no field type can make (:func:`team_problems`,
-:func:`team_warnings`), which :func:`raytpu.config.validate.parse_stack_config` runs."""
+quotas) and the checks no field type can make (:func:`team_problems`, with
+:func:`capacity_problems`, and :func:`team_warnings`), which
+:func:`raytpu.config.validate.parse_stack_config` runs."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def team_problems(cfg: StackConfig) -> list[str]:
                 "raytpu:storage.bucket, or use bucketAccess: prefix")
         problems += _quota_problems(f"{key}.quota", team.quota, groups, fleet_cap=True)
         problems += _quota_problems(f"{key}.borrowing", team.borrowing, groups, fleet_cap=False)
-    return problems
+    return problems + capacity_problems(cfg)
 
 
 def nominal_slices(cfg: StackConfig) -> dict[str, int]:
@@ -112,23 +113,52 @@ def nominal_slices(cfg: StackConfig) -> dict[str, int]:
     return out
 
 
+def shared_max_slices(cfg: StackConfig, s: SliceGroupConfig) -> int:
+    """Slices of group ``s`` the stack's shared RayCluster may hold: its node pools less what
+    the teams' nominal quotas add up to. Kueue admits by quota alone and cannot count the
+    shared cluster's slices, so the pools are split: the teams' nominal slices (borrowing
+    only moves nominal quota between them, within the cohort) and the shared cluster's rest
+    never exceed the pools together (the double booking :func:`capacity_problems` refuses)."""
+    return s.max_slices - nominal_slices(cfg).get(s.name, 0)
+
+
+def capacity_problems(cfg: StackConfig) -> list[str]:
+    """Slice groups whose pools cannot hold both the teams' nominal quotas and what the shared
+    RayCluster holds, each with the key, its value and the pools' capacity."""
+    out: list[str] = []
+    nominal = nominal_slices(cfg)
+    for i, s in enumerate(cfg.slices):
+        total = nominal.get(s.name, 0)
+        if not total:
+            continue
+        owners = ", ".join(f"{t.name} {t.quota[s.name]}" for t in cfg.teams
+                           if t.quota.get(s.name))
+        head = (f"raytpu:teams: nominal quotas on slice group {s.name!r} add up to {total} "
+                f"slice(s) ({owners})")
+        if not s.autoscaling:
+            continue  # the shared RayCluster holds every pool: team_warnings says so
+        left = s.max_slices - total
+        if s.initial_slices > left or left < 1:
+            need = total + max(s.initial_slices, 1)
+            out.append(
+                f"{head} and the shared RayCluster (raytpu:ray) starts with "
+                f"{s.initial_slices} (raytpu:slices[{i}].count: {s.count}), but the group has "
+                f"{s.max_slices} node pools (raytpu:slices[{i}].autoscaling.max: "
+                f"{s.max_slices}): Kueue admits by quota alone, so a team job could be "
+                f"admitted with no pool free. Raise autoscaling.max to at least {need}, or "
+                "lower the quotas; the shared RayCluster may scale to autoscaling.max less "
+                f"the teams' {total}")
+    return out
+
+
 def team_warnings(cfg: StackConfig) -> list[str]:
-    """Quotas the fleet can hold per team but not all at once (over-subscription)."""
+    """Quota on a fixed group: the shared RayCluster holds all its slices outside Kueue."""
     out: list[str] = []
     for i, s in enumerate(cfg.slices):
-        total = nominal_slices(cfg).get(s.name, 0)
-        if total and s.min_slices:
-            key = "autoscaling.min" if s.autoscaling else "count"
+        if nominal_slices(cfg).get(s.name, 0) and not s.autoscaling:
             out.append(
                 f"raytpu:teams: the stack's shared RayCluster (raytpu:ray) always holds "
-                f"{s.min_slices} slice(s) of {s.name!r} (raytpu:slices[{i}].{key}) outside "
+                f"{s.min_slices} slice(s) of {s.name!r} (raytpu:slices[{i}].count) outside "
                 "Kueue's quotas: team jobs admitted there wait for nodes it keeps; make the "
                 "group elastic with autoscaling.min: 0, or keep teams off it")
-        if total > s.max_slices:
-            owners = ", ".join(f"{t.name} {t.quota[s.name]}" for t in cfg.teams
-                               if s.name in t.quota)
-            out.append(
-                f"raytpu:teams: nominal quotas on slice group {s.name!r} add up to {total} "
-                f"slices ({owners}), more than the fleet's {s.max_slices} "
-                f"(raytpu:slices[{i}]): Kueue may admit jobs that then wait for nodes")
     return out

@@ -65,8 +65,8 @@ def stack_warnings(cfg: StackConfig) -> list[str]:
                 "the group), or the group's members cannot submit"
                 for t, team in enumerate(cfg.teams)
                 for m, member in enumerate(team.members) if member.startswith("group:")]
-    out += fit_warnings(cfg)
     out += team_warnings(cfg)
+    out += fit_warnings(cfg)
     out += addon_warnings(cfg)
     return out
 

@@ -6,6 +6,7 @@ are reported against. Shared by the RayCluster (:mod:`raytpu.program.ray_program
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import pulumi
@@ -29,8 +30,21 @@ def ray_keys(cfg: StackConfig) -> Keys:
 
 
 def worker_groups(cfg: StackConfig) -> list[TpuWorkerGroup]:
-    return [TpuWorkerGroup.of(s.group, env=s.env, labels=s.labels,
-                              ray_resources=s.ray_resources) for s in cfg.slices]
+    """The shared RayCluster's groups: each slice group's pools less the slices the teams'
+    nominal quotas hold (:func:`raytpu.config.team_rules.shared_max_slices`), so a team job
+    Kueue admits always finds pools free."""
+    from raytpu.config.team_rules import shared_max_slices
+
+    out = []
+    for s in cfg.slices:
+        group = TpuWorkerGroup.of(s.group, env=s.env, labels=s.labels,
+                                  ray_resources=s.ray_resources)
+        if s.autoscaling:  # a fixed group's slices are all the shared cluster's
+            # A stack capacity_problems refuses still builds its Args for the other checks.
+            shared = max(shared_max_slices(cfg, s), group.initial_slices, 1)
+            group = dataclasses.replace(group, max_slices=shared)
+        out.append(group)
+    return out
 
 
 def cluster_args(

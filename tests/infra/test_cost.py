@@ -31,15 +31,15 @@ def test_prod_groups_price_chips_times_list_price_over_the_range() -> None:
     v5e = prices.chip_price("v5e", "us-west4")
     assert v5e is not None
     by_name = {g["name"]: g for g in c["groups"]}
-    elastic = by_name["v5e-16"]  # count 1, autoscaling 0..4, 16 chips per slice
+    elastic = by_name["v5e-16"]  # count 1, autoscaling 0..6, 16 chips per slice
     assert (elastic["chips"], elastic["capacity"]) == (16, "on-demand")
     assert elastic["price_per_chip_hour"] == v5e.on_demand
     # min/max: the autoscaling range; count: the configured count, under its own name.
-    assert elastic["slices"] == {"min": 0, "count": 1, "max": 4}
+    assert elastic["slices"] == {"min": 0, "count": 1, "max": 6}
     assert elastic["hourly"]["min"] == 0
     assert elastic["hourly"]["count"] == pytest.approx(16 * v5e.on_demand)
-    assert elastic["hourly"]["max"] == pytest.approx(4 * 16 * v5e.on_demand)
-    assert elastic["monthly"]["max"] == pytest.approx(4 * 16 * v5e.on_demand * H)
+    assert elastic["hourly"]["max"] == pytest.approx(6 * 16 * v5e.on_demand)
+    assert elastic["monthly"]["max"] == pytest.approx(6 * 16 * v5e.on_demand * H)
     fixed = by_name["v5e-8-eval"]
     assert fixed["hourly"]["min"] == fixed["hourly"]["max"] == pytest.approx(8 * v5e.on_demand)
     sp = c["system_pool"]

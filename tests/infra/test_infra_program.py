@@ -106,9 +106,9 @@ def test_prod_elastic_v5e(stack_plans: dict[str, PlanResult]) -> None:
     assert cluster["deletionProtection"] is True
     assert cluster["addonsConfig"]["rayOperatorConfigs"] == [{"enabled": True}]
     assert cluster["releaseChannel"] == {"channel": "STABLE"}
-    for name in ("v5e-16-0", "v5e-16-3"):
+    for name in ("v5e-16-0", "v5e-16-5"):
         assert plan.get(NODE_POOL, name).options["ignoreChanges"] == ["initialNodeCount"]
-    assert plan.outputs["node_pools"]["v5e-16"] == [f"v5e-16-{i}" for i in range(4)]
+    assert plan.outputs["node_pools"]["v5e-16"] == [f"v5e-16-{i}" for i in range(6)]
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -340,13 +340,13 @@ def _slices(spot: bool = False) -> Callable[[], None]:
 
 
 def test_tpu_chip_cap_caught(stack_plans: dict[str, PlanResult]) -> None:
-    # Staging: one v4-16 slice = 8 chips; prod: 4 x v5e-16 at max + one v5e-8 = 72.
+    # Staging: one v4-16 slice = 8 chips; prod: 6 x v5e-16 at max + one v5e-8 = 104.
     assert policy_cost.tpu_chips_at_max(stack_plans["staging"].get(NODE_POOL, "v4-16-0")
                                          .inputs) == 8
     config = {"max-tpu-chips": {"maxChips": 64}}
     (v,) = hits(stack_plans["prod"], "max-tpu-chips", config)
-    assert v.level == "mandatory" and "72 chips" in v.message and "limit is 64" in v.message
-    assert hits(stack_plans["prod"], "max-tpu-chips", {"max-tpu-chips": {"maxChips": 72}}) == []
+    assert v.level == "mandatory" and "104 chips" in v.message and "limit is 64" in v.message
+    assert hits(stack_plans["prod"], "max-tpu-chips", {"max-tpu-chips": {"maxChips": 104}}) == []
     assert len(hits(run(_slices()), "max-tpu-chips", {"max-tpu-chips": {"maxChips": 16}})) == 1
 
 

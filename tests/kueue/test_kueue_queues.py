@@ -33,7 +33,7 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 
 SLICES = [
     {"name": "pod16", "tpu": "v5litepod-16", "count": 2},
-    {"name": "single", "tpu": "v5litepod-4", "autoscaling": {"min": 0, "max": 3}},
+    {"name": "single", "tpu": "v5litepod-4", "autoscaling": {"min": 0, "max": 4}},
     {"name": "pod16-spot", "tpu": "v5litepod-16", "spot": True},  # pod16's shape
     {"name": "big", "tpu": "v5litepod-32"},  # no team uses it
 ]

@@ -77,7 +77,7 @@ def test_plan_tables_show_teams_queues_and_quotas(prod: PlanResult) -> None:
         "32 chips (2 slices)", "32 chips (2 slices)"]
     assert rows[("speech", "v5litepod-16-4x4-ct5lp-hightpu-4t")] == [
         "32 chips (2 slices)", "16 chips (1 slice)"]
-    assert "v5e-16 4 of 4" in quotas.notes[0]
+    assert "v5e-16 4 of 6" in quotas.notes[0]
 
 
 def test_stacks_without_teams_have_no_team_tables() -> None:

@@ -34,7 +34,8 @@ CONFIG: dict[str, Any] = {
     "gcp:project": "acme-ml",
     "raytpu:zone": "us-west4-a",
     "raytpu:slices": [
-        {"name": "pod16", "tpu": "v5litepod-16", "count": 2},
+        {"name": "pod16", "tpu": "v5litepod-16", "count": 2,
+         "autoscaling": {"min": 0, "max": 4}},
         {"name": "single", "tpu": "v5litepod-4", "autoscaling": {"min": 0, "max": 3}},
     ],
     "raytpu:ray": {"imageTag": "0.1.0"},

@@ -31,6 +31,7 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 from raytpu.config.stack import StackConfig
+from raytpu.config.team_rules import shared_max_slices
 from raytpu.config.validate import parse_stack_config
 from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, topology_chips
 from raytpu.plan.engine import PlanResult, load_stack_file, run_program
@@ -285,7 +286,9 @@ def semantic_problems(
             t["spec"].get("tolerations") or []
         ):
             problems.append(f"{g}: no toleration for the google.com/tpu taint")
-        want = (s.min_slices, s.initial_slices, s.max_slices)
+        # The shared cluster may hold the group's pools less the teams' nominal quotas.
+        want = (s.min_slices, s.initial_slices,
+                shared_max_slices(cfg, s) if s.autoscaling else s.max_slices)
         got = (w.get("minReplicas", 0), w.get("replicas", 0), w.get("maxReplicas"))
         if got != want:
             problems.append(f"{g}: min/replicas/max {got} != slices {want}")

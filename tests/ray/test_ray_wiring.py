@@ -20,6 +20,7 @@ from ray_support import (
     stack_files,
     validate_pod,
 )
+from raytpu.config.team_rules import nominal_slices
 from raytpu.plan.engine import PlanResult, run_plan
 
 Validate = Callable[[Mapping[str, Any]], list[str]]
@@ -169,15 +170,17 @@ def test_one_tpu_shape_on_two_machine_types_selects_separate_pools(tmp_path: Pat
 
 @pytest.mark.parametrize("stack", stack_files())
 def test_ray_groups_fit_the_node_pools(stack: str, plans: dict[str, PlanResult]) -> None:
-    """One GKE node pool per multi-host slice: maxReplicas of a group = its slice's pools; the
-    head's nodeSelector names a real pool."""
+    """One GKE node pool per multi-host slice: maxReplicas of a group = its slice's pools less
+    the teams' nominal quotas; the head's nodeSelector names a real pool."""
     plan = plans[stack]
     (rc,) = plan.by_type(RAYCLUSTER)
     pools_by_slice = plan.outputs["node_pools"]
     for w in rc.inputs["spec"]["workerGroupSpecs"]:
         pools = pools_by_slice[w["groupName"]]
         # Single-host slices share one pool (one node per slice).
-        assert len(pools) == (w["maxReplicas"] if w["numOfHosts"] > 1 else 1), w["groupName"]
+        nominal = nominal_slices(plan.config).get(w["groupName"], 0)
+        assert len(pools) == (w["maxReplicas"] + nominal if w["numOfHosts"] > 1 else 1), \
+            w["groupName"]
     head = rc.inputs["spec"]["headGroupSpec"]["template"]["spec"]["nodeSelector"]
     gke_names = {r.inputs.get("name") for r in plan.by_type(NODE_POOL)}
     assert head["cloud.google.com/gke-nodepool"] in gke_names

@@ -124,15 +124,20 @@ def test_failures_are_named_head_too_big_no_pool_matches_missing_pool_refused_ob
 
 def test_at_max_every_slice_of_a_group_sits_on_a_pool_of_its_own(
         run: Callable[..., Rehearsal]) -> None:
+    pools: set[str] = set()
+
     def every_slice(objs: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
+        # As many replicas as v5e-16 has pools (more than the shared cluster's own share).
+        pools.update(n["metadata"]["labels"][NODEPOOL_LABEL] for n in nodes
+                     if n["metadata"]["labels"][NODEPOOL_LABEL].startswith("v5e-16-"))
         group = _group(objs, "v5e-16")
-        group["replicas"] = group["maxReplicas"]
+        group["replicas"] = group["maxReplicas"] = len(pools)
 
     r = run("prod", every_slice, at_max=True)
     slices = [s for s in r.slices if s.group == "v5e-16"]
-    assert len(slices) == 4, render(r)
+    assert len(pools) == 6 and len(slices) == 6, render(r)
     assert all(s.bound and s.hosts == 4 for s in slices), render(r)
-    assert len({s.pool for s in slices}) == 4  # four replicas, four pools, none shared
+    assert {s.pool for s in slices} == pools  # six replicas, six pools, none shared
     assert r.ok
 
 

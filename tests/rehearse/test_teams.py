@@ -227,3 +227,26 @@ def test_a_job_whose_hosts_cannot_all_bind_is_evicted_by_wait_for_pods_ready(
     assert seen["rayjob"]["spec"]["suspend"] is True  # Kueue stopped it; it waits to requeue
     (speech,) = [q for q in r.queues if q.team == "speech"]
     assert speech.admitted == 0 and speech.chips_in_use == 0, r.queues
+
+
+def test_no_double_booking_every_team_slice_kueue_admits_finds_a_pool_at_max(
+        run: Callable[..., Rehearsal]) -> None:
+    """Both teams take their whole nominal quota while the shared RayCluster runs: Kueue
+    admits every job by quota alone, and each admitted slice must still find a free pool
+    (before the fix, prod's 4 pools held the shared cluster's slice and 2 + 2 team slices:
+    one team replica stayed Pending, admitted and holding its quota)."""
+    clusters: list[str] = []
+
+    def both_teams(live: Live) -> None:
+        for team, member in (("vision", "Group:ml-vision@example.com"),
+                             ("speech", "User:speech-lead@example.com")):
+            _submit(live.member_kubeconfigs[member], team, 2, f"{team}-full")
+            _workload(live, team, f"{team}-full", _true("Admitted"))
+            clusters.append(_cluster_of(live, team, f"{team}-full"))
+
+    r = run("prod", at_max=True, then=both_teams)
+    team_slices = [s for s in r.slices if s.cluster in clusters]
+    assert len(team_slices) == 4
+    stuck = [p for p in r.pods if p.node is None]
+    assert stuck == [] and all(s.bound for s in team_slices), render(r)
+    assert r.ok
