@@ -118,10 +118,11 @@ def build_config(
     if n_heads > 0 and d_model % n_heads:
         problems.append(f"--d-model: {d_model} is not a multiple of --n-heads {n_heads}")
     if data is not None and check_data:  # submit: the path is the cluster's, not ours
-        from .data import DataError, check_data_path
+        from .data import DataError
+        from .sources import resolve
 
         try:
-            check_data_path(data)
+            resolve(data, tokenizer)
         except DataError as e:
             problems.append(f"--data: {e}")
     _model_problems(problems, model, framework, tokenizer, check_data)
