@@ -3,19 +3,15 @@ kinds, each built by the test itself)."""
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
 import fsspec
 import numpy as np
 import pytest
-
-# In the workloads extra, as the trainer is: never skipped (a missing one fails to import).
-import sentencepiece
-import tokenizers
 from raytpu.workloads.data import DataError
 from raytpu.workloads.tokens import load_tokenizer, load_tokens
+from tokenizer_files import sentencepiece_model, word_level
 
 
 def test_without_a_tokenizer_text_is_bytes(text_dir: Path) -> None:
@@ -70,26 +66,8 @@ def test_a_broken_tokenizer_file_is_named(tmp_path: Path, name: str, message: st
         load_tokenizer(str(tmp_path / name))
 
 
-def _word_level(path: Path) -> None:
-    """A tokenizers file built here: four words, ``</s>`` the end-of-text id."""
-    vocab = {"[UNK]": 0, "</s>": 1, "hello": 2, "world": 3}
-    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    tok.save(str(path))
-
-
-def _sentencepiece(path: Path, text: str) -> sentencepiece.SentencePieceProcessor:
-    """A sentencepiece model trained here on ``text``, written to ``path``."""
-    model = io.BytesIO()
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(text.splitlines()), model_writer=model, vocab_size=40,
-        hard_vocab_limit=False, minloglevel=2)
-    path.write_bytes(model.getvalue())
-    return sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())
-
-
 def test_a_tokenizers_file_encodes_a_text_file(tmp_path: Path, text_dir: Path) -> None:
-    _word_level(tmp_path / "tokenizer.json")
+    word_level(tmp_path / "tokenizer.json")
     tokens = load_tokens(str(text_dir / "a.txt"), str(tmp_path / "tokenizer.json"),
                          vocab_size=256)
     assert tokens.tolist() == [2, 3] * 400 + [1]  # the end-of-text id closes each file
@@ -97,7 +75,7 @@ def test_a_tokenizers_file_encodes_a_text_file(tmp_path: Path, text_dir: Path) -
 
 def test_a_sentencepiece_model_encodes_a_folder(tmp_path: Path, text_dir: Path) -> None:
     texts = [(text_dir / "a.txt").read_text(), (text_dir / "sub" / "b.py").read_text()]
-    sp = _sentencepiece(tmp_path / "x.model", "".join(texts))
+    sp = sentencepiece_model(tmp_path / "x.model", "".join(texts))
     tokens = load_tokens(str(text_dir), str(tmp_path / "x.model"), vocab_size=256)
     eos = sp.eos_id()
     assert eos >= 0
@@ -106,7 +84,7 @@ def test_a_sentencepiece_model_encodes_a_folder(tmp_path: Path, text_dir: Path) 
 
 
 def test_a_tokenizer_and_text_in_a_bucket(tmp_path: Path) -> None:
-    _word_level(tmp_path / "tokenizer.json")
+    word_level(tmp_path / "tokenizer.json")
     fs = fsspec.filesystem("memory")
     fs.pipe({"/tok/tokenizer.json": (tmp_path / "tokenizer.json").read_bytes(),
              "/tok/text/a.txt": b"world hello"})
@@ -118,6 +96,6 @@ def test_a_tokenizer_and_text_in_a_bucket(tmp_path: Path) -> None:
 
 
 def test_a_tokenizer_larger_than_the_model_is_refused(tmp_path: Path, text_dir: Path) -> None:
-    _word_level(tmp_path / "tokenizer.json")
+    word_level(tmp_path / "tokenizer.json")
     with pytest.raises(DataError, match=r"4 tokens, more than the model's vocabulary of 3"):
         load_tokens(str(text_dir), str(tmp_path / "tokenizer.json"), vocab_size=3)
