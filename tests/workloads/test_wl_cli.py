@@ -253,3 +253,18 @@ def test_a_checkpoint_dir_that_is_a_file_exits_2(tmp_path: Path) -> None:
                         str(tmp_path / "f"))
     assert code == 2
     assert f"--checkpoint-dir: '{tmp_path / 'f'}' is not a folder" in err
+
+
+def test_local_data_paths_reach_the_hosts_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raytpu.workloads.train_options import build_config, trainer_defaults
+
+    (tmp_path / "big.txt").write_text("text\n" * 100)
+    (tmp_path / "t.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    base = {**trainer_defaults(), "tpu": "v4-16", "slices": 1, "data": "big.txt"}
+    cfg = build_config(**{**base, "tokenizer": "t.json"})
+    assert (cfg.data, cfg.tokenizer) == (str(tmp_path / "big.txt"), str(tmp_path / "t.json"))
+    cluster = build_config(**base, check_data=False)
+    assert cluster.data == "big.txt"  # submit: a path on the cluster, left as given
