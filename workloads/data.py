@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-DEFAULT_PATTERNS = ("*.py", "*.txt", "*.md", "*.rst")
 SEPARATOR = b"\x00"
 
 

@@ -18,9 +18,9 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .data import DEFAULT_PATTERNS, DataError
+from .data import DataError
 
-TEXT_PATTERNS = DEFAULT_PATTERNS
+TEXT_PATTERNS = ("*.py", "*.txt", "*.md", "*.rst")
 SHARD_PATTERNS = ("*.npy",)
 NPY_MAGIC = b"\x93NUMPY"
 SNIFF_BYTES = 8192
@@ -83,10 +83,13 @@ def _file_kind(path: str) -> Literal["text", "shards"]:
     head = read_bytes(path, SNIFF_BYTES)
     if head.startswith(NPY_MAGIC):
         return "shards"
-    if b"\x00" not in head:
-        return "text"
-    raise DataError(f"{path!r} is neither text (it has NUL bytes) nor a .npy token shard; "
-                    f"expected {EXPECTED}")
+    if fnmatch.fnmatch(path, SHARD_PATTERNS[0]):
+        raise DataError(f"{path!r} is named like a token shard but is not a .npy file; "
+                        f"expected {EXPECTED}")
+    if b"\x00" in head:
+        raise DataError(f"{path!r} is neither text (it has NUL bytes) nor a .npy token "
+                        f"shard; expected {EXPECTED}")
+    return "text"
 
 
 def resolve(path: str, tokenizer: str | None = None) -> Source:

@@ -117,6 +117,9 @@ def test_a_npy_named_file_that_is_not_one_is_refused(tmp_path: Path) -> None:
     (tmp_path / "a.npy").write_text("not numpy")
     with pytest.raises(DataError, match=r"'.*a\.npy' is not a token shard \(a \.npy 1-D"):
         load_tokens(str(tmp_path), None, vocab_size=256)
+    with pytest.raises(DataError, match=r"'.*a\.npy' is named like a token shard but is not "
+                                        r"a \.npy file; expected"):
+        load_tokens(str(tmp_path / "a.npy"), None, vocab_size=256)
 
 
 def test_shards_with_a_tokenizer_are_refused(tmp_path: Path) -> None:
