@@ -83,8 +83,7 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
         from raytpu.workloads.config import ModelConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.trainer import HostPlace, make_parallelism, train
-        import numpy as np  # noqa: E402
-from no_ray import InProcessHooks
+        from no_ray import InProcessHooks
         cfg = TrainConfig(steps=8, data={str(text_dir)!r}, batch_per_host=2,
                           checkpoint_every=100, model=ModelConfig(**{TINY.__dict__!r}),
                           compile=False)
@@ -152,8 +151,7 @@ def test_sync_free_adamw_matches_torch_adamw_and_resumes_exactly(
         from raytpu.workloads.optim import (
             build_optimizer, materialize_state, optimizer_step, set_lr)
         from raytpu.workloads.trainer import HostPlace, make_parallelism, train
-        import numpy as np  # noqa: E402
-from no_ray import InProcessHooks
+        from no_ray import InProcessHooks
         tiny = ModelConfig(**{TINY.__dict__!r})
         dev = torch_xla.device()
         out = {{}}
