@@ -1,9 +1,9 @@
-"""Byte-level training data: a corpus of text files, cut into disjoint windows per host.
+"""Training data cut into disjoint windows per host.
 
-The corpus is every matching file under a local folder or a ``gs://`` prefix (read through
-fsspec), concatenated in sorted path order, each file followed by a NUL byte (the
-document separator). It is cut into ``n_windows`` windows of ``seq_len + 1`` bytes; the
-last byte of a window is the first of the next, so no target is ever lost.
+The corpus is one 1-D token array (:func:`raytpu.workloads.tokens.load_tokens`: by default
+the bytes of text files, each followed by a NUL byte, the document separator). It is cut
+into ``n_windows`` windows of ``seq_len + 1`` tokens; the last token of a window is the first
+of the next, so no target is ever lost.
 
 The batch for ``(step, host)`` is a pure function of the corpus, the seed and those two
 numbers: sample ``g = (step - 1) * global_batch + host * batch + i`` is window
@@ -14,102 +14,21 @@ same stream by step number alone, and nothing needs to be checkpointed for the d
 
 from __future__ import annotations
 
-import fnmatch
 import sysconfig
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-DEFAULT_PATTERNS = ("*.py", "*.txt", "*.md", "*.rst")
 SEPARATOR = b"\x00"
 
 
 class DataError(ValueError):
-    """The data path is missing, unreadable or holds no text."""
+    """The data path is missing, unreadable or holds no training data."""
 
 
 def stdlib_dir() -> str:
     """This Python's standard library sources: the demo corpus that needs no download."""
     return sysconfig.get_paths()["stdlib"]
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path
-
-
-def check_data_path(path: str) -> None:
-    """Fail fast on a local path that cannot be read (remote prefixes are checked on load)."""
-    if _is_remote(path):
-        return
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"{path!r} does not exist")
-    if p.is_file():
-        try:
-            with p.open("rb") as f:
-                f.read(1)
-        except OSError as e:
-            raise DataError(f"{path!r} is not readable: {e.strerror}") from None
-    elif p.is_dir():
-        try:
-            next(iter(p.iterdir()), None)
-        except OSError as e:
-            raise DataError(f"{path!r} is not readable: {e.strerror}") from None
-    else:
-        raise DataError(f"{path!r} is neither a file nor a folder")
-
-
-def list_files(path: str, patterns: tuple[str, ...] = DEFAULT_PATTERNS) -> list[str]:
-    """Every file under ``path`` whose name matches a pattern, sorted (the corpus order).
-
-    The stdlib's ``site-packages`` is skipped so the demo corpus does not depend on
-    what is installed.
-    """
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(path)
-    if fs.isfile(root):
-        return [path]
-    out = []
-    for name in fs.find(root):
-        rel = name[len(root):].lstrip("/")
-        parts = rel.split("/")
-        if "site-packages" in parts or "dist-packages" in parts or "__pycache__" in parts:
-            continue
-        if any(fnmatch.fnmatch(parts[-1], p) for p in patterns):
-            out.append(fs.unstrip_protocol(name) if _is_remote(path) else name)
-    return sorted(out)
-
-
-def load_corpus(
-    path: str | None = None,
-    patterns: tuple[str, ...] = DEFAULT_PATTERNS,
-    max_bytes: int = 64 << 20,
-) -> np.ndarray:
-    """The corpus as one uint8 array (at most ``max_bytes``, cut at a file boundary)."""
-    import fsspec
-
-    path = path or stdlib_dir()
-    try:
-        files = list_files(path, patterns)
-    except (OSError, ValueError) as e:
-        raise DataError(f"cannot list {path!r}: {e}") from None
-    if not files:
-        raise DataError(f"{path!r} holds no files matching {', '.join(patterns)}")
-    chunks: list[bytes] = []
-    total = 0
-    for name in files:
-        try:
-            with fsspec.open(name, "rb") as f:
-                blob = f.read()
-        except OSError as e:
-            raise DataError(f"cannot read {name!r}: {e}") from None
-        if total + len(blob) + 1 > max_bytes and chunks:
-            break
-        chunks.append(blob + SEPARATOR)
-        total += len(blob) + 1
-    return np.frombuffer(b"".join(chunks), dtype=np.uint8)
 
 
 @dataclass

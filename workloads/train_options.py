@@ -117,11 +117,12 @@ def build_config(
         problems.append(f"--warmup-steps: {warmup_steps} must not be negative")
     if n_heads > 0 and d_model % n_heads:
         problems.append(f"--d-model: {d_model} is not a multiple of --n-heads {n_heads}")
-    if data is not None and check_data:  # submit: the path is the cluster's, not ours
-        from .data import DataError, check_data_path
+    if data is not None and check_data:  # submit: the paths are the cluster's, not ours
+        from .data import DataError
+        from .sources import resolve
 
         try:
-            check_data_path(data)
+            resolve(data, tokenizer)
         except DataError as e:
             problems.append(f"--data: {e}")
     _model_problems(problems, model, framework, tokenizer, check_data)
@@ -132,6 +133,9 @@ def build_config(
         )
     if problems:
         raise BadFlags(problems)
+    if check_data:  # local paths absolute: the simulated hosts run in folders of their own
+        data, tokenizer = (p if p is None or "://" in p else str(Path(p).resolve())
+                           for p in (data, tokenizer))
     return TrainConfig(
         tpu=tpu, slices=slices, topology=topology, machine_type=machine_type,
         steps=steps, batch_per_host=batch_per_host, seed=seed,

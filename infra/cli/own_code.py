@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from raytpu.cli import local_runs
 from raytpu.workloads.config import LaunchOptions
 from raytpu.workloads.train_options import BadFlags
 
@@ -120,8 +121,7 @@ def register(app: typer.Typer) -> None:
             "--max-failures", help="Restarts of every host's process after a failure")] = 0,
         run_name: Annotated[str, typer.Option(
             "--run-name", help="Run folder under --checkpoint-dir (resume key)")] = "run",
-        checkpoint_dir: Annotated[Path, typer.Option(
-            "--checkpoint-dir", help="Where runs keep checkpoints")] = Path("raytpu-runs"),
+        checkpoint_dir: local_runs.CheckpointDir = local_runs.DEFAULT,
         command: CommandArg = None,
     ) -> None:
         """Run your command on every host of a stack's slice group, simulated locally
@@ -143,12 +143,13 @@ def register(app: typer.Typer) -> None:
             group, n = slice_group_of(cfg, slice_group, slices)
             cmd = own_code.command(command, working_dir=working_dir, env=env or [],
                                    requirements=None)
+            storage = local_runs.storage_path(checkpoint_dir)
         except BadFlags as e:
             raise _exit_bad(e.problems) from None
         shape = group.shape
         train = TrainConfig(tpu=shape.accelerator_type, topology=shape.topology,
                             machine_type=shape.machine_type, slices=n)
-        opts = LaunchOptions(storage_path=str(checkpoint_dir.resolve()), run_name=run_name,
+        opts = LaunchOptions(storage_path=storage, run_name=run_name,
                              max_failures=max_failures, progress=False,
                              command=tuple(cmd.argv))
         print(f"local: {n} x {shape.accelerator_type} ({shape.topology}, {shape.hosts} host(s) "

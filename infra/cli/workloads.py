@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from raytpu.cli import own_code
+from raytpu.cli import local_runs, own_code
 from raytpu.workloads.config import LaunchOptions, ModelConfig, OptimConfig, TrainConfig
 from raytpu.workloads.train_options import BadFlags, build_config
 
@@ -148,10 +148,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
         tpu: Tpu = DEFAULTS.tpu,
         slices: Slices = DEFAULTS.slices,
-        checkpoint_dir: Annotated[
-            Path,
-            typer.Option("--checkpoint-dir", help="Ray Train storage path (resumes from it)"),
-        ] = Path("raytpu-runs"),
+        checkpoint_dir: local_runs.CheckpointDir = local_runs.DEFAULT,
         metrics_out: Annotated[
             Path | None, typer.Option("--metrics-out", help="JSON lines, one per step")
         ] = None,
@@ -185,11 +182,15 @@ def register(app: typer.Typer) -> None:
             problems += e.problems
         if problems:
             raise _exit_bad(problems)
+        try:
+            storage = local_runs.storage_path(checkpoint_dir)
+        except BadFlags as e:
+            raise _exit_bad(e.problems) from None
 
         from raytpu.workloads.local_mode import run_local
 
         opts = LaunchOptions(
-            storage_path=str(checkpoint_dir.resolve()),
+            storage_path=storage,
             run_name=run_name,
             max_failures=max_failures,
             metrics_out=str(metrics_out) if metrics_out else None,

@@ -191,3 +191,80 @@ def test_submit_to_a_token_cluster_without_the_token_says_how_to_get_it(
             "-o jsonpath='{.data.auth_token}' | base64 -d)") in err
     code, out, _ = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run")
     assert code == 0 and json.loads(out)["auth"] == "token"
+
+
+def test_data_that_is_not_training_data_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "model.bin").write_bytes(b"\x80\x04\x95\x00\x00" * 50)  # a pickle, say
+    (tmp_path / "shards").mkdir()
+    np = pytest.importorskip("numpy")  # the data checks read files: the workloads extra
+    np.save(tmp_path / "shards" / "a.npy", np.arange(10, dtype=np.int32))
+    (tmp_path / "t.json").write_text("{}")
+    cases = [
+        (["--data", str(tmp_path / "empty")],
+         f"--data: '{tmp_path / 'empty'}' holds no text files and no token shards; expected "
+         "a text file, a .npy token shard"),
+        (["--data", str(tmp_path / "model.bin")],
+         f"--data: '{tmp_path / 'model.bin'}' is neither text (it has NUL bytes) nor a .npy "
+         "token shard; expected"),
+        (["--model", "tiny", "--data", str(tmp_path / "shards"), "--tokenizer",
+          str(tmp_path / "t.json")],
+         f"--data: '{tmp_path / 'shards'}' holds pre-tokenized .npy shards, and --tokenizer "
+         f"{tmp_path / 't.json'} would not be used"),
+    ]
+    for args, needle in cases:
+        code, out, err = _run("train", "--local", *args)
+        assert code == 2, (args, out, err)
+        assert needle in " ".join(err.split()), err
+        assert "Traceback" not in err + out
+
+
+def test_the_default_checkpoint_dir_is_ignored_by_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local run in a user's checkout leaves no untracked files; in this repository the
+    folder is ignored too, for ones made before it ignored itself."""
+    from raytpu.cli import local_runs
+    from raytpu.workloads import local_mode
+
+    seen: list[LaunchOptions] = []
+
+    def fake_run(cfg: TrainConfig, opts: LaunchOptions) -> local_mode.LocalRunReport:
+        seen.append(opts)
+        return local_mode.LocalRunReport(records=[], attempts=1, last_step=cfg.steps, wall_s=0)
+
+    monkeypatch.setattr(local_mode, "run_local", fake_run)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run("train", "--local", "--steps", "2")
+    assert code == 0, err
+    assert seen[0].storage_path == str(tmp_path / local_runs.DEFAULT)
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert status.stdout == ""
+    repo = Path(__file__).resolve().parents[2]
+    assert subprocess.run(["git", "check-ignore", "-q", str(local_runs.DEFAULT)],
+                          cwd=repo).returncode == 0
+
+
+def test_a_checkpoint_dir_that_is_a_file_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    code, _, err = _run("train", "--local", "--steps", "2", "--checkpoint-dir",
+                        str(tmp_path / "f"))
+    assert code == 2
+    assert f"--checkpoint-dir: '{tmp_path / 'f'}' is not a folder" in err
+
+
+def test_local_data_paths_reach_the_hosts_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from raytpu.workloads.train_options import build_config, trainer_defaults
+
+    (tmp_path / "big.txt").write_text("text\n" * 100)
+    (tmp_path / "t.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    base = {**trainer_defaults(), "tpu": "v4-16", "slices": 1, "data": "big.txt"}
+    cfg = build_config(**{**base, "tokenizer": "t.json"})
+    assert (cfg.data, cfg.tokenizer) == (str(tmp_path / "big.txt"), str(tmp_path / "t.json"))
+    cluster = build_config(**base, check_data=False)
+    assert cluster.data == "big.txt"  # submit: a path on the cluster, left as given

@@ -1,20 +1,10 @@
-"""The data module: disjoint, deterministic, resumable shards (no Ray, no torch)."""
+"""The data module: disjoint, deterministic, resumable windows (no Ray, no torch)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
-from raytpu.workloads.data import (
-    DataError,
-    ShardedBatches,
-    check_data_path,
-    list_files,
-    load_corpus,
-    stdlib_dir,
-)
+from raytpu.workloads.data import DataError, ShardedBatches
 
 
 def _batches(
@@ -80,45 +70,3 @@ def test_epochs_wrap_with_a_new_order() -> None:
 def test_too_small_corpus_is_an_error() -> None:
     with pytest.raises(DataError, match="fewer than one global batch"):
         ShardedBatches(np.zeros(100, dtype=np.uint8), 16, 8, 2)
-
-
-def test_list_files_matches_patterns_and_skips_site_packages(text_dir: Path) -> None:
-    files = [Path(f).relative_to(text_dir).as_posix() for f in list_files(str(text_dir))]
-    assert files == ["a.txt", "sub/b.py"]
-
-
-def test_load_corpus_concatenates_in_sorted_order(text_dir: Path) -> None:
-    corpus = load_corpus(str(text_dir))
-    text = (text_dir / "a.txt").read_bytes()
-    assert corpus.dtype == np.uint8
-    assert bytes(corpus[: len(text)]) == text
-    assert corpus[len(text)] == 0  # document separator
-    assert len(corpus) == len(text) + (text_dir / "sub" / "b.py").stat().st_size + 2
-
-
-def test_default_corpus_is_the_stdlib() -> None:
-    files = list_files(stdlib_dir())
-    assert any(f.endswith("/json/__init__.py") for f in files)
-    assert not any("site-packages" in f for f in files)
-
-
-@pytest.mark.parametrize(
-    ("make", "message"),
-    [
-        (lambda p: p / "missing", "does not exist"),
-        (lambda p: p / "empty", "holds no files"),
-    ],
-)
-def test_bad_data_paths(tmp_path: Path, make: object, message: str) -> None:
-    (tmp_path / "empty").mkdir()
-    path = make(tmp_path)  # type: ignore[operator]
-    with pytest.raises(DataError, match=message):
-        check_data_path(str(path))
-        load_corpus(str(path))
-
-
-def test_special_file_is_not_data(tmp_path: Path) -> None:
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    with pytest.raises(DataError, match="neither a file nor a folder"):
-        check_data_path(str(fifo))

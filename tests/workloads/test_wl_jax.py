@@ -96,3 +96,10 @@ def test_two_hosts_train_like_one_process_of_the_same_global_batch(
     for r in rank0:
         assert (r["framework"], r["processes"], r["global_devices"]) == ("jax", 2, 8)
         assert r["mfu"] > 0
+
+
+@pytest.mark.slow
+def test_a_single_text_file_trains(tmp_path: Path, text_dir: Path) -> None:
+    """``--data big.txt``: the file is text, never loaded as a .npy shard."""
+    (out,) = _run(1, 8, text_dir / "a.txt", tmp_path)
+    assert [r["step"] for r in out["records"]] == list(range(1, STEPS + 1))

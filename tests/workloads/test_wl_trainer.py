@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -10,11 +11,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_xla")
 
+import numpy as np  # noqa: E402
 from no_ray import InProcessHooks, run_on_xla_cpu, run_processes  # noqa: E402
 from raytpu.facts.catalog import slice_shape  # noqa: E402
 from raytpu.workloads.config import ModelConfig, TrainConfig  # noqa: E402
 from raytpu.workloads.metrics import MfuBasis  # noqa: E402
 from raytpu.workloads.trainer import HostPlace, make_parallelism, train  # noqa: E402
+from tokenizer_files import sentencepiece_model, word_level  # noqa: E402
 
 TINY = ModelConfig(n_layers=1, d_model=32, n_heads=2, seq_len=32)
 
@@ -38,6 +41,35 @@ def test_resumed_run_continues_the_same_stream_exactly(tmp_path: Path, text_dir:
     assert sorted(p.name for p in ckpt.iterdir()) == ["step_00000003", "step_00000004",
                                                           "step_00000006", "step_00000007"]
     assert [r["loss"] for r in first + second] == [r["loss"] for r in straight]
+
+
+def _user_data(kind: str, tmp_path: Path, text_dir: Path) -> tuple[str, str | None]:
+    """``--data`` and ``--tokenizer`` for each kind of data a user brings."""
+    text = text_dir / "a.txt"
+    if kind == "text file":
+        return str(text), None
+    if kind == "folder":
+        return str(text_dir), None
+    if kind == "shards":
+        (tmp_path / "shards").mkdir()
+        for i in range(2):
+            np.save(tmp_path / "shards" / f"{i}.npy", np.arange(i, 3000 + i) % 256)
+        return str(tmp_path / "shards"), None
+    if kind == "tokenizers":
+        return str(text), str(word_level(tmp_path / "tokenizer.json"))
+    sentencepiece_model(tmp_path / "x.model", text.read_text())
+    return str(text), str(tmp_path / "x.model")
+
+
+@pytest.mark.parametrize("kind", ["text file", "folder", "shards", "tokenizers",
+                                  "sentencepiece"])
+def test_each_kind_of_user_data_trains(tmp_path: Path, text_dir: Path, kind: str) -> None:
+    data, tokenizer = _user_data(kind, tmp_path, text_dir)
+    cfg = TrainConfig(steps=2, model=TINY, data=data, tokenizer=tokenizer, batch_per_host=2,
+                      checkpoint_every=100)
+    records = _train_eager(cfg, InProcessHooks())
+    assert [r["step"] for r in records] == [1, 2]
+    assert all(math.isfinite(float(r["loss"])) for r in records)  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
