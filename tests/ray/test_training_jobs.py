@@ -179,10 +179,11 @@ def test_jobs_of_a_stack_whose_ray_image_is_a_tag_are_refused() -> None:
     assert [j.name for j in validated_config("dev", pinned).jobs] == ["pretrain", "eval"]
 
 
-def test_manifests_command_writes_the_rayjobs(plan: PlanResult, tmp_path: Path) -> None:
+def test_manifests_command_writes_the_rayjobs(tmp_path: Path) -> None:
     from raytpu.operations.manifests import write_plan_manifests
 
-    written = {p.name for p in write_plan_manifests(plan, tmp_path)}
+    written = {p.name for p in write_plan_manifests(plan_ray(RAW, image=IMAGE, preview=True),
+                                                   tmp_path)}
     assert {"rayjob-ray-pretrain.yaml", "rayjob-ray-eval.yaml"} <= written
     obj = yaml.safe_load((tmp_path / "rayjob-ray-eval.yaml").read_text())
     assert obj["kind"] == "RayJob" and obj["apiVersion"] == "ray.io/v1"
