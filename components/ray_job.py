@@ -10,8 +10,8 @@ function of its Args: no Pulumi engine runs, so the result is both a Pulumi reso
 * The job's cluster has no autoscaler: it lives as long as the job and needs all of its
   slices from the start (and Kueue 0.19 refuses in-tree autoscaling without elastic
   workloads). KubeRay names it ``<job>-<5 characters>``, so pod names are checked with that.
-* The image is the cluster Args' image: callers pass the digest the stack's RayCluster runs,
-  never a moving tag (every host of a slice, and the submitter, run the same bits).
+* The image is the cluster Args' image, by digest: an image by tag alone is refused, whoever
+  calls (every host of a slice, and the submitter, must run the same bits).
 * The K8sJobMode submitter is KubeRay's default container (KubeRay fills in the command and
   the Ray address) hardened exactly as the Ray pods are (restricted Pod Security profile,
   read-only root with the same writable paths), with KubeRay's default resources, which
@@ -39,7 +39,7 @@ from raytpu.components.ray_resources import (
     SubmissionMode,
     wire_value,
 )
-from raytpu.facts.names import DNS_LABEL, NODEPOOL_LABEL, RAYJOB_NAME_MAX_LEN
+from raytpu.facts.names import DNS_LABEL, IMAGE_DIGEST, NODEPOOL_LABEL, RAYJOB_NAME_MAX_LEN
 
 JOB_LABEL = "raytpu.io/job"
 PART_OF = {"app.kubernetes.io/part-of": "raytpu"}
@@ -127,6 +127,11 @@ def rayjob_problems(args: TpuRayJobArgs) -> list[str]:
         return problems
     if not args.entrypoint.strip():
         problems.append("entrypoint: empty")
+    image = args.cluster.image
+    # A Pulumi output is the stack's own build, named by digest (TrainerImage.ref).
+    if isinstance(image, str) and IMAGE_DIGEST not in image:
+        problems.append(f"image: {image!r} is not pinned by digest ({IMAGE_DIGEST}...): every "
+                        "host of the job's slices and its submitter must run the same bits")
     cluster = job_cluster_args(args)
     problems += [str(p).replace(cluster.cluster_name, f"{args.name}-<5 characters>")
                  for p in args_problems(cluster)]

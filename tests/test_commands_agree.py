@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from raytpu.cli.app import app
-from test_config_bad_input import BASE, CASES, place
+from test_config_bad_input import BASE, CASES, dotted, place
 from typer.testing import CliRunner, Result
 
 COMMANDS: dict[str, tuple[str, ...]] = {
@@ -69,7 +69,10 @@ def _refused_alike(results: dict[str, Result]) -> str:
 def test_every_command_refuses_each_bad_value_alike(
     tmp_path: Path, path: tuple[str | int, ...], value: Any, suffix: str
 ) -> None:
-    _refused_alike(_run(tmp_path, place(path, value)))
+    # Each command names the very key the table refuses it at (the path plus its suffix).
+    key = dotted(path) + suffix
+    text = _refused_alike(_run(tmp_path, place(path, value)))
+    assert any(line.startswith(f"error: {key}:") for line in text.splitlines()), (key, text)
 
 
 @pytest.mark.parametrize(("raw", "expected"), [pytest.param(r, e, id=i)

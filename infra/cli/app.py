@@ -127,22 +127,32 @@ def manifests(
     stack: StackOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write YAML files into")],
     stacks_dir: StacksDirOpt = None,
+    image: Annotated[str | None, typer.Option(
+        "--image", help="REF@sha256:... of the image the stack builds (default a placeholder)",
+    )] = None,
 ) -> None:
     """Write the Kubernetes objects the stack applies as YAML (for review or kubectl apply)."""
     from raytpu.config.stack import ConfigError
-    from raytpu.operations.manifests import write_plan_manifests
+    from raytpu.operations.manifests import manifest_objects, write_plan_manifests
     from raytpu.plan.engine import PlanError, run_plan
     from raytpu.plan.render import render_warnings
     from rich.console import Console
 
     try:
-        result = run_plan(stack, stacks_dir)
-        written = write_plan_manifests(result, out)
+        result = run_plan(stack, stacks_dir, preview=True)
+        placeholders = manifest_objects(result, image)[1]
+        written = write_plan_manifests(result, out, image)
     except ConfigError as e:
         raise fail(e.problems) from None
     except PlanError as e:
         raise fail([str(e)]) from None
     render_warnings(Console(stderr=True), result.warnings)
+    if placeholders:  # never a made-up value: say what must be filled before applying
+        print(f"{len(placeholders)} value(s) only `pulumi up` knows are placeholders (the plan's "
+              "'(known after up)'; the built image's digest: --image REF@sha256:...):",
+              file=sys.stderr)
+        for where in placeholders:
+            print(f"  {where}", file=sys.stderr)
     for path in written:
         print(path)
 

@@ -331,3 +331,9 @@ class StackConfig(_Model):
             f"{self.region}-docker.pkg.dev/{self.project}/{self.registry.repository}"
             f"/raytpu:{self.ray.image_tag}"
         )
+
+    def built_image_placeholder(self, known: str = "known after up") -> str:
+        """The image the stack builds, by digest, where the digest is not known yet
+        (``known``: when it is): an explicit placeholder, never a made-up digest."""
+        return (f"{self.image.rsplit(':', 1)[0]}@sha256:<digest of stack output 'image' of "
+                f"stack {self.stack}, {known}>")

@@ -27,6 +27,9 @@ RAYJOB_NAME_MAX_LEN = 47
 # GCP project IDs: 6-30 characters, lowercase letters, digits and hyphens, starting with a
 # letter, not ending with a hyphen (Resource Manager "Creating and managing projects").
 PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+# What pins an image reference to one build: every host of a slice (and a RayJob's
+# submitter) must run the same bits, which a tag does not promise.
+IMAGE_DIGEST = "@sha256:"
 
 
 def cluster_name_problem(name: str) -> str | None:

@@ -18,6 +18,12 @@ Written into ``--out``:
 
 Files a previous run wrote (they start with :data:`MARKER`) and this run did not are removed,
 so a stale object never lingers in a folder someone applies.
+
+The plan is the preview (``run_plan(..., preview=True)``): a value only the provider computes
+(the digest of the image the stack builds, a service account's e-mail) is unknown there,
+never one of the mocks' stand-ins, and is written as an explicit placeholder
+(:func:`manifest_objects` lists them; the CLI says so on stderr), or, for the image, the
+``--image REF@sha256:...`` given.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from raytpu.plan.engine import PlanError
 from raytpu.plan.objects import CHART_TYPES, objects, sorted_keys
+from raytpu.plan.values import UNKNOWN_TEXT, is_unknown, join_path
 
 if TYPE_CHECKING:
     from raytpu.plan.engine import PlanResult
@@ -44,11 +51,59 @@ def file_name(obj: dict[str, Any]) -> str:
     return re.sub(r"[^a-z0-9.-]", "-", "-".join(parts).lower()) + ".yaml"
 
 
+def _fill(value: Any, path: str, image: str, found: list[str]) -> Any:
+    """``value`` with every unknown replaced (an image by ``image``), its path in ``found``."""
+    if is_unknown(value):
+        found.append(path)
+        return image if path.endswith(".image") else UNKNOWN_TEXT
+    if isinstance(value, dict):
+        return {k: _fill(v, join_path(path, k), image, found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, join_path(path, i), image, found) for i, v in enumerate(value)]
+    return value
+
+
+def _image(result: PlanResult, image: str | None) -> str:
+    from raytpu.facts.names import IMAGE_DIGEST
+
+    cfg = result.config
+    if image is None:
+        return str(cfg.built_image_placeholder())
+    if IMAGE_DIGEST not in image:
+        raise PlanError(f"--image: {image!r} is not pinned by digest ({IMAGE_DIGEST}...); every "
+                        "host of a slice must run the same bits")
+    if not cfg.builds_image:
+        raise PlanError(f"--image: stack {result.stack!r} builds no image (it runs "
+                        f"raytpu:ray.image {cfg.ray.image!r}); --image names the one it builds")
+    return image
+
+
+def manifest_objects(result: PlanResult, image: str | None = None
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """``result``'s objects with what only ``pulumi up`` knows filled, and where each such
+    placeholder is (``<kind> <namespace>/<name> <path>``). ``image``: the digest-pinned
+    reference of the image the stack builds (default a placeholder naming the stack output).
+    Raises PlanError for a plan that is not the preview (the mocks' stand-ins would pass for
+    real values) or an ``image`` not by digest or that the stack does not build."""
+    if not result.preview:
+        raise PlanError("manifests are written from the preview (run_plan(..., preview=True)): "
+                        "the offline providers' computed values are made up")
+    ref = _image(result, image)
+    filled, where = [], []
+    for obj in objects(result):
+        found: list[str] = []
+        filled.append(_fill(obj, "", ref, found))
+        meta = obj["metadata"]
+        at = f"{obj['kind']} {meta.get('namespace') or '-'}/{meta['name']}"
+        where += [f"{at} {path}" for path in found]
+    return filled, where
+
+
 def _dump(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, width=100)
 
 
-def helm_releases_text(result: PlanResult) -> str:
+def helm_releases_text(result: PlanResult, image: str | None = None) -> str:
     charts = [r for r in result.resources if r.type in CHART_TYPES]
     lines = [
         f"{MARKER} --stack {result.stack}",
@@ -88,24 +143,26 @@ def helm_releases_text(result: PlanResult) -> str:
             f"  depends on: {deps}",
             f"  render:     {render}",
             "  values:",
-            *("    " + ln for ln in _dump(sorted_keys(i.get("values") or {})).splitlines()),
+            *("    " + ln for ln in _dump(sorted_keys(_fill(
+                i.get("values") or {}, "values", _image(result, image), []))).splitlines()),
             "",
         ]
     return "\n".join(lines)
 
 
-def manifest_files(result: PlanResult) -> dict[str, str]:
+def manifest_files(result: PlanResult, image: str | None = None) -> dict[str, str]:
     """The folder's contents, file name to text (objects in the plan's order, the chart list
-    last): a pure function of the plan, written as it is by :func:`write_manifests`."""
+    last): a pure function of the preview (and ``image``, see :func:`manifest_objects`),
+    written as it is by :func:`write_manifests`."""
     files: dict[str, str] = {}
-    for obj in objects(result):
+    for obj in manifest_objects(result, image)[0]:
         name = file_name(obj)
         if name in files:  # the API server would keep one of them
             meta = obj["metadata"]
             raise PlanError(f"two {obj['kind']} objects are {meta.get('namespace', '')}/"
                             f"{meta['name']} ({name})")
         files[name] = f"{MARKER} --stack {result.stack}\n{_dump(obj)}"
-    files["helm-releases.txt"] = helm_releases_text(result)
+    files["helm-releases.txt"] = helm_releases_text(result, image)
     return files
 
 
@@ -124,9 +181,10 @@ def write_manifests(files: dict[str, str], out_dir: Path) -> list[Path]:
     return written
 
 
-def write_plan_manifests(result: PlanResult, out_dir: Path) -> list[Path]:
+def write_plan_manifests(result: PlanResult, out_dir: Path, image: str | None = None
+                         ) -> list[Path]:
     """``raytpu manifests``: ``result``'s objects and chart list written into ``out_dir``."""
-    return write_manifests(manifest_files(result), out_dir)
+    return write_manifests(manifest_files(result, image), out_dir)
 
 
 def _ours(path: Path) -> bool:

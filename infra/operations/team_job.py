@@ -27,11 +27,11 @@ import dataclasses
 import re
 from typing import Any
 
+from raytpu.facts.names import IMAGE_DIGEST as DIGEST
 from raytpu.workloads.train_options import BadFlags
 
 RAY_GROUP, RAY_VERSION, RAYJOB_PLURAL = "ray.io", "v1", "rayjobs"
 TEAM_LABEL = "raytpu.io/team"
-DIGEST = "@sha256:"
 
 
 class ApplyError(RuntimeError):
@@ -131,8 +131,7 @@ def job_image(cfg: Any, image: str | None, *, offline: bool) -> str:
         raise BadFlags([f"--image: the stack's raytpu:ray.image {cfg.ray.image!r} is not pinned "
                         f"by digest; pin it ({DIGEST}...) or pass --image <ref>{DIGEST}..."])
     if offline:
-        return (f"{cfg.image.rsplit(':', 1)[0]}{DIGEST}<digest of stack output 'image' of "
-                f"stack {cfg.stack}, read at submit>")
+        return str(cfg.built_image_placeholder("read at submit"))
     from raytpu.operations.stack_outputs import stack_output
 
     found = stack_output(cfg.stack, "image")

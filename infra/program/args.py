@@ -148,7 +148,10 @@ def stack_problems(cfg: StackConfig, *, config_refused: bool = False) -> list[st
         partial(isolation_problems, cfg),
         partial(_raised, partial(monitoring_args, cfg, stack_labels(cfg))),
         partial(_raised, partial(gke_args, cfg)),
-        *(partial(_raised, partial(training_rayjob, cfg, job, key=f"raytpu:jobs[{i}]"))
+        # The build's digest exists only after `up`: its placeholder stands in for the check.
+        *(partial(_raised, partial(training_rayjob, cfg, job, key=f"raytpu:jobs[{i}]",
+                                   image=cfg.built_image_placeholder() if cfg.builds_image
+                                   else None))
           for i, job in enumerate(cfg.jobs)),
     ]
     problems: list[str] = []

@@ -35,10 +35,10 @@ def training_rayjob(
     """The RayJob running ``job`` on its own RayCluster of ``job.slices`` slices of
     ``job.slice_group``, shaped as the stack's RayCluster shapes that group.
 
-    ``image``: the Ray image (default the stack's ``cfg.image``; the stack passes the built
-    image's digest). ``system_pool``: the CPU node pool for the head and the submitter.
-    ``key``: how problems name the job (default ``job '<name>'``). Raises
-    :class:`~raytpu.config.stack.ConfigError`.
+    ``image``: the Ray image, by digest (default the stack's ``cfg.image``, refused unless
+    ``raytpu:ray.image`` pins a digest; the stack passes the built image's digest).
+    ``system_pool``: the CPU node pool for the head and the submitter. ``key``: how problems
+    name the job (default ``job '<name>'``). Raises :class:`~raytpu.config.stack.ConfigError`.
     """
     where = key or f"job {job.name!r}"
     try:
@@ -63,4 +63,7 @@ def training_rayjob(
     try:
         return build_rayjob(args)
     except ValueError as e:
-        raise ConfigError([f"{where}: {p}" for p in str(e).splitlines()]) from None
+        # The image a stack's jobs run is its raytpu:ray.image unless the stack builds one.
+        raise ConfigError([f"{where}: {p}" + (" (raytpu:ray.image)" if p.startswith("image:")
+                                              and image is None else "")
+                           for p in str(e).splitlines()]) from None

@@ -20,7 +20,7 @@ STACKS = REPO / "stacks"
 
 @pytest.fixture(scope="module")
 def prod() -> PlanResult:
-    return run_plan("prod", STACKS)
+    return run_plan("prod", STACKS, preview=True)
 
 
 def test_prod_declares_two_teams_sharing_its_slices(prod: PlanResult) -> None:

@@ -16,6 +16,12 @@ def sample_plans() -> dict[str, PlanResult]:
     return {name: plan_ray(raw) for name, raw in SAMPLES.items()}
 
 
+@pytest.fixture(scope="session")
+def sample_previews() -> dict[str, PlanResult]:
+    """The same, as ``raytpu manifests`` sees them: computed values unknown."""
+    return {name: plan_ray(raw, preview=True) for name, raw in SAMPLES.items()}
+
+
 @pytest.fixture
 def validate_crd() -> Callable[[Mapping[str, Any]], list[str]]:
     """CRD schema errors of an object. Without the KubeRay CRDs the test is skipped, saying

@@ -102,9 +102,10 @@ def ray_program(cfg: StackConfig, **build_kwargs: Any) -> Callable[[], None]:
     return program
 
 
-def plan_ray(raw: Mapping[str, Any], stack: str = "dev", **build_kwargs: Any) -> PlanResult:
+def plan_ray(raw: Mapping[str, Any], stack: str = "dev", *, preview: bool = False,
+             **build_kwargs: Any) -> PlanResult:
     cfg = parse_stack_config(stack, raw)
-    return run_program(stack, dict(raw), ray_program(cfg, **build_kwargs))
+    return run_program(stack, dict(raw), ray_program(cfg, **build_kwargs), preview=preview)
 
 
 def raw_stack(stack: str) -> dict[str, Any]:

@@ -39,9 +39,9 @@ def test_type_tokens_to_api_versions() -> None:
 
 
 def test_writes_one_file_per_object_and_the_chart_list(
-    tmp_path: Path, sample_plans: dict[str, PlanResult], validate_crd: Validate,
+    tmp_path: Path, sample_previews: dict[str, PlanResult], validate_crd: Validate,
 ) -> None:
-    written = write_plan_manifests(sample_plans["v6e-ilb"], tmp_path)
+    written = write_plan_manifests(sample_previews["v6e-ilb"], tmp_path)
     names = sorted(p.name for p in written)
     assert names == ["helm-releases.txt", "namespace-cert-manager.yaml",
                      "namespace-kuberay-system.yaml", "namespace-ray.yaml",
@@ -69,9 +69,9 @@ def test_writes_one_file_per_object_and_the_chart_list(
 
 
 def test_helm_releases_list_charts_versions_and_values(
-    tmp_path: Path, sample_plans: dict[str, PlanResult],
+    tmp_path: Path, sample_previews: dict[str, PlanResult],
 ) -> None:
-    write_plan_manifests(sample_plans["v4-fixed"], tmp_path)
+    write_plan_manifests(sample_previews["v4-fixed"], tmp_path)
     text = (tmp_path / "helm-releases.txt").read_text()
     assert "kuberay-operator:\n  chart:      kuberay-operator\n" in text
     assert "  version:    1.7.0\n" in text
@@ -80,16 +80,16 @@ def test_helm_releases_list_charts_versions_and_values(
             "--include-crds") in text
     assert "      name: RayMultiHostIndexing" in text
     assert "oci://us-docker.pkg.dev/ai-on-gke/kuberay-tpu-webhook-helm/kuberay-tpu-webhook" in text
-    write_plan_manifests(sample_plans["v5p-addon"], tmp_path)
+    write_plan_manifests(sample_previews["v5p-addon"], tmp_path)
     assert "GKE Ray Operator add-on" in (tmp_path / "helm-releases.txt").read_text()
 
 
 def test_stale_generated_files_are_removed_others_kept(
-    tmp_path: Path, sample_plans: dict[str, PlanResult],
+    tmp_path: Path, sample_previews: dict[str, PlanResult],
 ) -> None:
-    write_plan_manifests(sample_plans["v6e-ilb"], tmp_path)
+    write_plan_manifests(sample_previews["v6e-ilb"], tmp_path)
     (tmp_path / "notes.yaml").write_text("mine: true\n")
-    write_plan_manifests(sample_plans["v4-fixed"], tmp_path)
+    write_plan_manifests(sample_previews["v4-fixed"], tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert "raycluster-ray-trillium.yaml" not in names and "raycluster-ray-raytpu.yaml" in names
     assert "notes.yaml" in names
@@ -100,7 +100,7 @@ def test_manifests_of_a_stack_file_run_the_stack_program(tmp_path: Path) -> None
     stacks = tmp_path / "stacks"
     stacks.mkdir()
     (stacks / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": SAMPLES["v5e-elastic"]}))
-    written = write_plan_manifests(run_plan("t", stacks), tmp_path / "out")
+    written = write_plan_manifests(run_plan("t", stacks, preview=True), tmp_path / "out")
     rc = _load(tmp_path / "out" / "raycluster-ray-raytpu.yaml")
     assert [g["groupName"] for g in rc["spec"]["workerGroupSpecs"]] == ["pod16", "single8"]
     assert tmp_path / "out" / "helm-releases.txt" in written

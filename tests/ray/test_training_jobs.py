@@ -35,11 +35,13 @@ JOBS = [
      "train": {"steps": 20, "runName": "eval-run", "compile": False, "lr": 1}},
 ]
 RAW = {**SAMPLES["v5e-elastic"], "raytpu:jobs": JOBS}
+# The trainer image as the stack passes it once built: by digest.
+IMAGE = "us-west4-docker.pkg.dev/acme-ml/raytpu/raytpu@sha256:" + "ab" * 32
 
 
 @pytest.fixture(scope="module")
 def plan() -> PlanResult:
-    return plan_ray(RAW)
+    return plan_ray(RAW, image=IMAGE)
 
 
 def _jobs(plan: PlanResult) -> dict[str, dict[str, Any]]:
@@ -105,7 +107,8 @@ def test_manifest_is_what_the_stack_declares(plan: PlanResult) -> None:
     cfg = parse_stack_config("dev", RAW)
     for i, job in enumerate(cfg.jobs):
         # plan_ray declares no system pool (the whole program passes "system").
-        built = training_rayjob(cfg, job, key=f"raytpu:jobs[{i}]", system_pool=None).manifest()
+        built = training_rayjob(cfg, job, key=f"raytpu:jobs[{i}]", system_pool=None,
+                                image=IMAGE).manifest()
         assert built == _jobs(plan)[job.name]
 
 
@@ -116,7 +119,7 @@ def test_manifest_carries_extra_labels_and_namespace() -> None:
     from raytpu.program.ray_cluster_config import cluster_args
 
     cfg = parse_stack_config("dev", RAW)
-    cluster = dataclasses.replace(cluster_args(cfg, gsa_email=""), namespace="team-a",
+    cluster = dataclasses.replace(cluster_args(cfg, gsa_email="", image=IMAGE), namespace="team-a",
                                   service_account="team-a-ray")
     m = build_rayjob(TpuRayJobArgs(
         name="team-run", cluster=cluster, group="pod16", slices=1, entrypoint="python x.py",
@@ -132,7 +135,7 @@ def test_the_builder_refuses_what_kuberay_refuses() -> None:
     from raytpu.components.ray_job import TpuRayJobArgs, build_rayjob
     from raytpu.program.ray_cluster_config import cluster_args
 
-    cluster = cluster_args(parse_stack_config("dev", RAW), gsa_email="")
+    cluster = cluster_args(parse_stack_config("dev", RAW), gsa_email="", image=IMAGE)
     base = {"cluster": cluster, "group": "pod16", "slices": 1, "entrypoint": "python x.py"}
     for kwargs, needle in [
         ({"name": "x" * 48}, "name: '" + "x" * 48 + "' must be a DNS label of at most 47"),
@@ -145,10 +148,42 @@ def test_the_builder_refuses_what_kuberay_refuses() -> None:
             build_rayjob(TpuRayJobArgs(**{**base, **kwargs}))
 
 
-def test_manifests_command_writes_the_rayjobs(plan: PlanResult, tmp_path: Path) -> None:
+def test_the_builder_refuses_an_image_by_tag_whoever_calls() -> None:
+    """The digest rule lives in the one builder: a raytpu:jobs entry, a team job and any
+    later caller alike (a tag may move between the hosts' pulls)."""
+    from raytpu.components.ray_job import TpuRayJobArgs, build_rayjob
+    from raytpu.program.ray_cluster_config import cluster_args
+
+    tagged = "us-west4-docker.pkg.dev/acme-ml/raytpu/raytpu:0.1.0"
+    cluster = cluster_args(parse_stack_config("dev", RAW), gsa_email="", image=tagged)
+    with pytest.raises(ValueError, match=re.escape(f"image: {tagged!r} is not pinned by digest")):
+        build_rayjob(TpuRayJobArgs(name="r", cluster=cluster, group="pod16", slices=1,
+                                   entrypoint="python x.py"))
+    cfg = parse_stack_config("dev", RAW)
+    with pytest.raises(ConfigError, match=re.escape(
+            f"raytpu:jobs[0]: image: {tagged!r} is not pinned by digest")):
+        training_rayjob(cfg, cfg.jobs[0], key="raytpu:jobs[0]")  # cfg.image: the tag
+
+
+def test_jobs_of_a_stack_whose_ray_image_is_a_tag_are_refused() -> None:
+    from raytpu.program.load import validated_config
+
+    raw = {**RAW, "raytpu:ray": {**RAW.get("raytpu:ray", {}), "image": "rayproject/ray:2.55.1"}}
+    with pytest.raises(ConfigError) as e:
+        validated_config("dev", raw)
+    assert [p for p in e.value.problems if "not pinned by digest" in p] == [
+        f"raytpu:jobs[{i}]: image: 'rayproject/ray:2.55.1' is not pinned by digest (@sha256:...): "
+        "every host of the job's slices and its submitter must run the same bits "
+        "(raytpu:ray.image)" for i in (0, 1)]
+    pinned = {**raw, "raytpu:ray": {**raw["raytpu:ray"], "image": IMAGE}}
+    assert [j.name for j in validated_config("dev", pinned).jobs] == ["pretrain", "eval"]
+
+
+def test_manifests_command_writes_the_rayjobs(tmp_path: Path) -> None:
     from raytpu.operations.manifests import write_plan_manifests
 
-    written = {p.name for p in write_plan_manifests(plan, tmp_path)}
+    written = {p.name for p in write_plan_manifests(plan_ray(RAW, image=IMAGE, preview=True),
+                                                   tmp_path)}
     assert {"rayjob-ray-pretrain.yaml", "rayjob-ray-eval.yaml"} <= written
     obj = yaml.safe_load((tmp_path / "rayjob-ray-eval.yaml").read_text())
     assert obj["kind"] == "RayJob" and obj["apiVersion"] == "ray.io/v1"
@@ -195,7 +230,7 @@ def test_duplicate_job_names_refused() -> None:
 
 def _cluster_spec(plan: PlanResult) -> RayClusterSpecArgs:
     cfg = plan.config
-    return training_rayjob(cfg, cfg.jobs[0]).spec.ray_cluster_spec  # type: ignore[return-value]
+    return training_rayjob(cfg, cfg.jobs[0], image=IMAGE).spec.ray_cluster_spec  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize(

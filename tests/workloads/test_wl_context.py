@@ -37,6 +37,15 @@ def test_the_context_round_trips_through_the_documented_variables() -> None:
     assert slice_context({**env, **megascale}) == ctx
 
 
+def test_process_index_is_slice_major() -> None:
+    """Slice s, host h of H hosts is process s * H + h: the hosts of one slice are
+    consecutive (numbers where host * slices + slice would differ: 2 * 4 + 1 = 9, not 7)."""
+    assert _ctx(slice_index=2, num_slices=3, host_index=1).process_index == 9
+    order = [(s, h) for s in range(3) for h in range(V5E_16.hosts)]
+    assert [_ctx(slice_index=s, num_slices=3, host_index=h).process_index
+            for s, h in order] == list(range(len(order)))
+
+
 def test_values_agree_with_what_the_platform_injects() -> None:
     """TPU_ACCELERATOR_TYPE/TPU_TOPOLOGY in the device plugin's form, the very values the
     RayCluster's worker containers carry; one hostname per host of the slice, in worker-id

@@ -140,3 +140,66 @@ def test_estimate_scales_state_with_the_shards() -> None:
     for kind in ("params", "grads", "optimizer"):
         assert eight.bytes_per_chip[kind] * DEVICES == one.bytes_per_chip[kind]
 
+
+
+# The state as the trainer lays it out, before step 1 (whose program would give the
+# moments their parameters' sharding even if nothing had asked for it).
+LAYOUT_SCRIPT = """
+import json
+import torch, torch_xla
+from raytpu.workloads.config import TrainConfig
+from raytpu.workloads.optim import build_optimizer, materialize_state
+from raytpu.workloads.parallel import SpmdDataParallel
+from raytpu.workloads.trainer import build_model
+
+def dev0_shapes(t):
+    if not torch_xla._XLAC._get_xla_sharding_spec(t):  # not sharded: device 0 holds it whole
+        return list(t.shape)
+    (shards,) = torch_xla._XLAC._get_local_shards([t])
+    return [list(d.shape) for d, dev in shards if dev == "CPU:0"][0]
+
+cfg = TrainConfig(steps=1, preset="tiny")
+par = SpmdDataParallel(1, fsdp=True)
+model = build_model(cfg)
+model.to(par.device)
+par.shard_model(model)
+opt = build_optimizer(model, cfg.optim)
+materialize_state(opt)
+par.shard_optimizer(opt)
+out = []
+for name, p in model.named_parameters():
+    st = opt.state[p]
+    out.append({{"name": name, "shape": list(p.shape), "param": dev0_shapes(p),
+                "moments": [dev0_shapes(st[k]) for k in ("exp_avg", "exp_avg_sq")]}})
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def layout() -> list[dict[str, Any]]:
+    found: Any = run_on_xla_cpu(textwrap.dedent(LAYOUT_SCRIPT).format(), devices=DEVICES)
+    return list(found)
+
+
+def _split_largest(shape: list[int]) -> list[int]:
+    """``shape`` with its largest dimension that 8 divides (the first on a tie) split 8 ways."""
+    fits = [i for i, n in enumerate(shape) if n % DEVICES == 0]
+    if not fits:
+        return shape
+    d = max(fits, key=lambda i: (shape[i], -i))
+    return [n // DEVICES if i == d else n for i, n in enumerate(shape)]
+
+
+@pytest.mark.slow
+def test_weights_split_along_their_largest_dimension(layout: list[dict[str, Any]]) -> None:
+    """The layout, not only the bytes: a split of the smallest dimension holds as many."""
+    assert any(len(p["shape"]) == 2 and p["shape"][0] != p["shape"][1] for p in layout)
+    for p in layout:
+        assert p["param"] == _split_largest(p["shape"]), p["name"]
+
+
+@pytest.mark.slow
+def test_moments_are_sharded_before_the_first_step(layout: list[dict[str, Any]]) -> None:
+    for p in layout:
+        assert p["moments"] == [p["param"], p["param"]], p["name"]
+    assert any(p["param"] != p["shape"] for p in layout)
