@@ -27,6 +27,8 @@ from raytpu.components.kueue_queues import KueueQueuesArgs as KueueQueuesArgs
 from raytpu.components.kueue_queues import TeamQueue as TeamQueue
 from raytpu.components.kueue_queues import TpuFlavor as TpuFlavor
 from raytpu.components.kueue_queues import TpuQuota as TpuQuota
+from raytpu.components.memorystore import MemorystoreRedis as MemorystoreRedis
+from raytpu.components.memorystore import MemorystoreRedisArgs as MemorystoreRedisArgs
 from raytpu.components.monitoring import FleetMonitoring as FleetMonitoring
 from raytpu.components.monitoring import FleetMonitoringArgs as FleetMonitoringArgs
 from raytpu.components.monitoring import MonitoredSliceGroup as MonitoredSliceGroup
@@ -39,6 +41,7 @@ from raytpu.components.network_policy import RayNetworkPolicies as RayNetworkPol
 from raytpu.components.network_policy import RayNetworkPoliciesArgs as RayNetworkPoliciesArgs
 from raytpu.components.project_services import ProjectServices as ProjectServices
 from raytpu.components.project_services import ProjectServicesArgs as ProjectServicesArgs
+from raytpu.components.ray_cluster_args import GcsFaultTolerance as GcsFaultTolerance
 from raytpu.components.registry import ImageRegistry as ImageRegistry
 from raytpu.components.registry import ImageRegistryArgs as ImageRegistryArgs
 from raytpu.components.registry import TrainerImage as TrainerImage
@@ -66,6 +69,7 @@ __all__ = [
     "ExistingNetwork",
     "FleetMonitoring",
     "FleetMonitoringArgs",
+    "GcsFaultTolerance",
     "GkeCluster",
     "GkeClusterArgs",
     "HostQuota",
@@ -77,6 +81,8 @@ __all__ = [
     "KueueArgs",
     "KueueQueues",
     "KueueQueuesArgs",
+    "MemorystoreRedis",
+    "MemorystoreRedisArgs",
     "MonitoredSliceGroup",
     "Network",
     "NetworkArgs",

@@ -110,6 +110,30 @@ class ComputeFirewall(_HasSelfLink):
     OUTPUTS = ("name", "selfLink")
 
 
+class ComputeGlobalAddress(_HasSelfLink):
+    """A global address; ``purpose: VPC_PEERING`` reserves a range for private service
+    access."""
+
+    TOKEN = "gcp:compute/globalAddress:GlobalAddress"
+    OUTPUTS = ("name", "selfLink")
+    SECRET_OUTPUTS = ("effectiveLabels", "pulumiLabels")
+
+
+class ServiceNetworkingConnection(GcpResource):
+    """The VPC's peering with a Google service producer (private service access)."""
+
+    TOKEN = "gcp:servicenetworking/connection:Connection"
+    OUTPUTS = ("peering",)
+
+
+class RedisInstance(GcpResource):
+    """A Memorystore for Redis instance; ``authString`` is secret, as in the generated class."""
+
+    TOKEN = "gcp:redis/instance:Instance"
+    OUTPUTS = ("host", "port", "authString", "serverCaCerts")
+    SECRET_OUTPUTS = ("authString", "effectiveLabels", "pulumiLabels")
+
+
 # -- container (GKE) --------------------------------------------------------------------
 
 

@@ -178,6 +178,9 @@ class KubeObject(pulumi.CustomResource):
     OUTPUTS: ClassVar[tuple[str, ...]] = ("status",)
     ALIASES: ClassVar[tuple[str, ...]] = ()
     """Older type tokens of the kind, as the generated class aliases them."""
+    SECRET_FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Top-level fields kept secret in state and in the plan, as the generated class keeps
+    them (a Secret's ``data``/``stringData``)."""
 
     def __init__(
         self,
@@ -201,9 +204,14 @@ class KubeObject(pulumi.CustomResource):
             props["spec"] = drop_unset(spec)
         for key, value in (fields or {}).items():
             props[key] = drop_unset(value)
+            if key in self.SECRET_FIELDS:
+                props[key] = pulumi.Output.secret(props[key])
         for out in ("metadata", *self.OUTPUTS):
             props.setdefault(out, None)
         merged = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)
+        if self.SECRET_FIELDS:
+            merged = pulumi.ResourceOptions.merge(merged, pulumi.ResourceOptions(
+                additional_secret_outputs=list(self.SECRET_FIELDS)))
         if self.ALIASES:
             merged = pulumi.ResourceOptions.merge(merged, pulumi.ResourceOptions(
                 aliases=[pulumi.Alias(type_=t) for t in self.ALIASES]))
@@ -228,6 +236,19 @@ class ServiceAccount(KubeObject):
 
 class Service(KubeObject):
     KIND = "Service"
+
+
+class ConfigMap(KubeObject):
+    KIND = "ConfigMap"
+    OUTPUTS = ()
+
+
+class Secret(KubeObject):
+    """A Secret: its ``stringData``/``data`` are secret in state, in the plan and in logs."""
+
+    KIND = "Secret"
+    OUTPUTS = ()
+    SECRET_FIELDS = ("data", "stringData")
 
 
 class Job(KubeObject):

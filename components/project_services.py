@@ -32,6 +32,8 @@ API_OF_TYPE: Mapping[str, str] = {
     "gcp:storage/": "storage.googleapis.com",
     "gcp:artifactregistry/": "artifactregistry.googleapis.com",
     "gcp:monitoring/": "monitoring.googleapis.com",
+    "gcp:servicenetworking/": "servicenetworking.googleapis.com",
+    "gcp:redis/": "redis.googleapis.com",
 }
 
 

@@ -55,6 +55,29 @@ class TpuWorkerGroup:
 
 
 @dataclass(frozen=True)
+class GcsFaultTolerance:
+    """The GCS kept in an external Redis (KubeRay ``spec.gcsFaultToleranceOptions``): the
+    worker nodes outlive a head restart and rejoin the new head with their ids."""
+
+    redis_address: pulumi.Input[str]
+    """``host:port``, ``redis://host:port``, or ``rediss://host:port`` for TLS (Ray 2.60)."""
+    password_secret: str
+    """Secret in the cluster's namespace holding the Redis password (never in the spec)."""
+    password_key: str = "password"
+    """The Secret's data key."""
+    password: pulumi.Input[str] | None = None
+    """Declare ``password_secret`` with this value (a secret output, e.g. Memorystore's AUTH
+    string); ``None``: the Secret exists already."""
+    ca_config_map: str | None = None
+    """ConfigMap in the namespace with the server's CA (``ca.crt``), mounted on the head for
+    ``rediss://`` (``RAY_REDIS_CA_CERT``)."""
+    ca_cert: pulumi.Input[str] | None = None
+    """Declare ``ca_config_map`` with this PEM; ``None``: it exists already."""
+    worker_reconnect_timeout_s: int | None = None
+    """How long a worker's raylet waits for a new GCS; ``None``: KubeRay's 600 s."""
+
+
+@dataclass(frozen=True)
 class TpuRayClusterArgs:
     """Inputs of :class:`TpuRayCluster`. Problems are reported by
     :func:`~raytpu.components.ray_cluster_validation.args_problems`."""
@@ -118,6 +141,9 @@ class TpuRayClusterArgs:
     pod_monitoring: bool = False
     """Declare a GMP PodMonitoring scraping Ray's metrics port on the head and workers
     (needs managed Prometheus on the cluster, which installs its CRD)."""
+    gcs_fault_tolerance: GcsFaultTolerance | None = None
+    """Keep the GCS in Redis so that a head restart keeps the slices; ``None``: a lost head
+    takes every worker with it."""
 
     @property
     def autoscaling_enabled(self) -> bool:

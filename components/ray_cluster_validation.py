@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import get_args
 
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs
+from raytpu.components.ray_gcs_ft import ft_problems
 from raytpu.components.ray_pod_templates import WEBHOOK_LABEL
 from raytpu.components.ray_resources import AuthMode
 from raytpu.facts import versions
@@ -114,6 +115,7 @@ def args_problems(args: TpuRayClusterArgs) -> list[Problem]:
         problems.append(_problem(("auth",), "'token' needs Ray >= "
                                  f"{versions.MIN_RAY_VERSION_FOR_TOKEN_AUTH}, rayVersion is "
                                  f"{args.ray_version}; upgrade Ray or set 'disabled'"))
+    problems += ft_problems(args)
     tag = image_ray_version(args.image) if isinstance(args.image, str) else None
     if tag is not None and tag != args.ray_version:
         problems.append(_problem(("image",), f"{args.image!r} carries Ray {tag} but rayVersion "

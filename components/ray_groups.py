@@ -23,6 +23,7 @@ from typing import Any
 
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.components.ray_env import ray_env, tpu_env
+from raytpu.components.ray_gcs_ft import ft_options, with_head_ca, worker_env
 from raytpu.components.ray_pod_templates import (
     HEAD_PORTS,
     TPU_TOLERATION,
@@ -50,7 +51,7 @@ def head_group_spec(args: TpuRayClusterArgs, labels: Mapping[str, str]) -> HeadG
         # No Ray tasks on the head: it is small, on the CPU pool, and runs the autoscaler.
         resources={"CPU": "0", **a.head_ray_resources},
         labels=dict(a.head_labels) or None,
-        template=pod_template(
+        template=with_head_ca(pod_template(
             labels=dict(labels),
             service_account=a.service_account,
             node_selector=head_selector,
@@ -65,7 +66,7 @@ def head_group_spec(args: TpuRayClusterArgs, labels: Mapping[str, str]) -> HeadG
             # The autoscaler sidecar reads and patches the RayCluster and its pods.
             automount_token=a.autoscaling_enabled,
             read_only_root=a.read_only_root_filesystem,
-        ),
+        ), a.gcs_fault_tolerance),
     )
 
 
@@ -93,7 +94,7 @@ def worker_group_spec(
             container="ray-worker",
             image=args.image,
             env=[*ray_env(args.env, s.env, checkpoint_uri=args.checkpoint_uri),
-                 *tpu_env(shape)],
+                 *tpu_env(shape), *worker_env(args.gcs_fault_tolerance)],
             ports=WORKER_PORTS,
             resources=res,
             read_only_root=args.read_only_root_filesystem,
@@ -120,6 +121,8 @@ def ray_cluster_spec(args: TpuRayClusterArgs, labels: Mapping[str, str]) -> RayC
         ) if autoscale else None,
         # Unset means disabled: left out then, so older CRDs accept the object too.
         auth_options=AuthOptionsArgs(mode="token") if a.auth == "token" else None,
+        gcs_fault_tolerance_options=(ft_options(a.gcs_fault_tolerance)
+                                     if a.gcs_fault_tolerance else None),
     )
 
 

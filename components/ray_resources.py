@@ -218,8 +218,10 @@ class AutoscalerOptionsArgs:
 
 @pulumi.input_type
 class GcsFaultToleranceOptionsArgs:
-    """``spec.gcsFaultToleranceOptions`` (external Redis for GCS fault tolerance)."""
+    """``spec.gcsFaultToleranceOptions`` (its presence turns GCS FT on). ``backend``: redis
+    only; 1.7.0's embedded rocksdb needs an alpha gate and a head volume."""
 
+    backend: str | None = pulumi.property("backend", default=None)
     redis_address: str | None = pulumi.property("redisAddress", default=None)
     redis_username: Mapping[str, Any] | None = pulumi.property("redisUsername", default=None)
     redis_password: Mapping[str, Any] | None = pulumi.property("redisPassword", default=None)
@@ -230,14 +232,20 @@ class GcsFaultToleranceOptionsArgs:
     def __init__(
         self,
         *,
-        redis_address: str | None = None,
+        redis_address: pulumi.Input[str],
+        backend: Literal["redis"] | None = None,
         redis_username: Mapping[str, Any] | None = None,
         redis_password: Mapping[str, Any] | None = None,
         external_storage_namespace: str | None = None,
     ) -> None:
-        """``redis_username``/``redis_password``: ``{"value": ...}`` or ``{"valueFrom": ...}``."""
-        _set_all(self, {"redis_address": redis_address, "redis_username": redis_username,
-                        "redis_password": redis_password,
+        """``redis_username``/``redis_password``: ``{"value": ...}`` or ``{"valueFrom": ...}``
+        (a ``secretKeyRef``: the password never appears in the object)."""
+        for name, cred in (("redisUsername", redis_username), ("redisPassword", redis_password)):
+            if cred is not None and len([k for k in ("value", "valueFrom") if k in cred]) != 1:
+                raise ValueError(f"gcsFaultToleranceOptions.{name}: set exactly one of value "
+                                 "and valueFrom")
+        _set_all(self, {"backend": backend, "redis_address": redis_address,
+                        "redis_username": redis_username, "redis_password": redis_password,
                         "external_storage_namespace": external_storage_namespace})
 
 

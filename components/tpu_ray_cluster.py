@@ -15,12 +15,20 @@ from typing import Any
 
 import pulumi
 from raytpu.components._options import depends_on_of
-from raytpu.components.k8s_objects import Namespace, Service, ServiceAccount, pod_security_labels
+from raytpu.components.k8s_objects import (
+    ConfigMap,
+    Namespace,
+    Secret,
+    Service,
+    ServiceAccount,
+    pod_security_labels,
+)
 from raytpu.components.monitoring import PodMonitoring, ray_pod_monitoring_spec
 from raytpu.components.ray_access import auth_token_command, dashboard_command
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs as TpuRayClusterArgs
 from raytpu.components.ray_cluster_args import TpuWorkerGroup as TpuWorkerGroup
 from raytpu.components.ray_cluster_validation import args_problems, image_is_pinned
+from raytpu.components.ray_gcs_ft import CA_KEY
 from raytpu.components.ray_groups import group_summary, ray_cluster_spec
 from raytpu.components.ray_pod_templates import HEAD_PORTS
 from raytpu.components.ray_resources import RayCluster
@@ -36,6 +44,8 @@ class TpuRayCluster(pulumi.ComponentResource):
 
     namespace: Namespace | None
     service_account: ServiceAccount
+    redis_secret: Secret | None
+    redis_ca: ConfigMap | None
     ray_cluster: RayCluster
     dashboard_lb: Service | None
 
@@ -82,9 +92,25 @@ class TpuRayCluster(pulumi.ComponentResource):
             opts=child,
         )
 
+        self.redis_secret, self.redis_ca = None, None
+        ft = args.gcs_fault_tolerance
+        if ft is not None and ft.password is not None:
+            # The AUTH string lives here only: the RayCluster names the Secret's key.
+            self.redis_secret = Secret(
+                f"{name}-redis-auth",
+                metadata={"name": ft.password_secret, "namespace": ns_name, "labels": labels},
+                fields={"type": "Opaque", "stringData": {ft.password_key: ft.password}},
+                opts=child)
+        if ft is not None and ft.ca_cert is not None and ft.ca_config_map is not None:
+            self.redis_ca = ConfigMap(
+                f"{name}-redis-ca",
+                metadata={"name": ft.ca_config_map, "namespace": ns_name, "labels": labels},
+                fields={"data": {CA_KEY: ft.ca_cert}}, opts=child)
+
         spec = ray_cluster_spec(args, labels)
-        ray_opts = pulumi.ResourceOptions(parent=self,
-                                          depends_on=[*inherited, self.service_account])
+        ray_opts = pulumi.ResourceOptions(parent=self, depends_on=[
+            *inherited, self.service_account,
+            *(r for r in (self.redis_secret, self.redis_ca) if r is not None)])
         if args.autoscaling_enabled:
             # The autoscaler owns replicas once running; re-applying the initial count on
             # every `pulumi up` would fight it.
@@ -145,5 +171,6 @@ class TpuRayCluster(pulumi.ComponentResource):
             "authTokenCommand": (auth_token_command(args.cluster_name, args.namespace)
                                  if args.auth == "token" else None),
             "workerGroups": [group_summary(s) for s in args.worker_groups],
+            "gcsFaultTolerance": ft is not None,
         }
         self.register_outputs(self.outputs)

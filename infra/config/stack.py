@@ -41,6 +41,7 @@ from raytpu.components import (
 )
 from raytpu.config.base import ConfigModel as _Model
 from raytpu.config.base import Quantity
+from raytpu.config.gcs_ft import GcsFaultToleranceConfig
 from raytpu.config.jobs import JobConfig
 from raytpu.config.teams import TeamConfig
 from raytpu.facts import versions
@@ -180,7 +181,8 @@ class ImageBuildConfig(_Model):
 
 class RayConfig(_Model):
     args: ClassVar[type] = TpuRayClusterArgs
-    config_only: ClassVar[frozenset[str]] = frozenset({"version", "image_build", "image_tag"})
+    config_only: ClassVar[frozenset[str]] = frozenset({"version", "image_build", "image_tag",
+                                                       "gcs_fault_tolerance"})
 
     version: str = versions.RAY_VERSION
     cluster_name: str = "raytpu"
@@ -205,6 +207,9 @@ class RayConfig(_Model):
     dashboard_internal_lb: bool = False
     auth: Literal["token", "disabled"] = "token"
     """Ray token authentication for the dashboard, Job Submission API and GCS."""
+    gcs_fault_tolerance: GcsFaultToleranceConfig | None = None
+    """The GCS in Redis, so that workers outlive a head restart (:mod:`raytpu.config.gcs_ft`);
+    the Args get a :class:`~raytpu.components.GcsFaultTolerance` built from it."""
 
 
 class StorageConfig(_Model):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 from raytpu.config.addon_rules import addon_warnings
 from raytpu.config.fit import fit_problems, fit_warnings
+from raytpu.config.gcs_ft import gcs_ft_problems
 from raytpu.config.job_rules import job_problems
 from raytpu.config.key_paths import Keys
 from raytpu.config.stack import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig
@@ -294,6 +295,8 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
     problems += fit_problems(cfg)  # head/workers fit their nodes; Ray accepts the topologies
     problems += team_problems(cfg)
     problems += job_problems(cfg)
+    problems += gcs_ft_problems(cfg.ray.head_env, [s.env for s in cfg.slices],
+                                cfg.ray.gcs_fault_tolerance)
     return problems
 
 

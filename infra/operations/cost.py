@@ -31,11 +31,18 @@ def cost_table(cost: dict[str, Any]) -> PlanTable:
     rows.append([sp["name"], sp["machine_type"], "-", f"{_span(sp['nodes'])} VMs",
                  str(sp["nodes"]["count"]), sp["capacity"], "-", _money(sp["hourly"]["count"]),
                  _money(sp["monthly"]["count"]), money_span(sp["monthly"])])
+    redis = cost.get("gcs_redis")
+    if redis:  # GCS fault tolerance's Memorystore instance
+        rows.append([redis["name"], f"Memorystore {redis['tier']}", "-",
+                     f"{redis['memory_size_gb']} GB", "1", "on-demand", "-",
+                     _money(redis["hourly"]["count"]), _money(redis["monthly"]["count"]),
+                     money_span(redis["monthly"])])
     total = cost["total"]
     rows.append(["total", "", "", "", "", "", "", _money(total["hourly"]["count"]),
                  _money(total["monthly"]["count"]), money_span(total["monthly"])])
     notes = [f"note: {part['name']}: {part['price_source']}"
-             for part in [*cost["groups"], sp] if part["price_source"] != "list"]
+             for part in [*cost["groups"], sp, *([redis] if redis else [])]
+             if part["price_source"] != "list"]
     notes.append(f"prices: {cost['prices']['source']} (read {cost['prices']['date']}); min and "
                  "max = the autoscaling range, count = the configured count (what runs until "
                  f"the autoscaler acts); not included: {cost['excludes']}")

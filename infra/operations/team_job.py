@@ -162,7 +162,9 @@ def team_rayjob(cfg: Any, team: str, *, group: str, slices: int, run_name: str,
         cluster_args(cfg, gsa_email="", system_pool=SYSTEM_POOL, create_namespace=False,
                      image=image),
         namespace=team_namespace(t.name), service_account=TEAM_SERVICE_ACCOUNT,
-        checkpoint_uri=team_checkpoint_uri(cfg, t))
+        checkpoint_uri=team_checkpoint_uri(cfg, t),
+        # The GCS Redis Secret lives in the stack's Ray namespace only.
+        gcs_fault_tolerance=None)
     args = TpuRayJobArgs(
         name=name, cluster=cluster, group=group, slices=slices, entrypoint=entrypoint,
         runtime_env=runtime_env, job_metadata={**job_metadata, "team": t.name},

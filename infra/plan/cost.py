@@ -110,11 +110,25 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
     }
 
 
+def _gcs_redis(cfg: StackConfig) -> dict[str, Any] | None:
+    """The Memorystore instance of GCS fault tolerance, billed whether used or not."""
+    ft = cfg.ray.gcs_fault_tolerance
+    if ft is None or ft.memorystore is None:
+        return None
+    m = ft.memorystore
+    per_gb = prices.MEMORYSTORE_GB_HOUR[m.tier]
+    gb = {b: m.memory_size_gb for b in BOUNDS}
+    return {"name": "gcs-redis", "tier": m.tier, "memory_size_gb": m.memory_size_gb,
+            "price_per_gb_hour": per_gb, "price_source": prices.MEMORYSTORE_SOURCE,
+            **_per_hour_and_month(per_gb, gb)}
+
+
 def cost_of(cfg: StackConfig) -> dict[str, Any]:
     """The stack's fleet cost as one JSON-ready object (documented in README "Cost")."""
     groups = [_group(cfg, s.group) for s in cfg.slices]
     system = _system_pool(cfg)
-    parts = [*groups, system]
+    redis = _gcs_redis(cfg)
+    parts = [*groups, system, *([redis] if redis else [])]
     unpriced = [p["name"] for p in parts if p["hourly"]["min"] is None]
     hourly: dict[str, float | None] = {
         b: sum(p["hourly"][b] for p in parts if p["hourly"][b] is not None) for b in BOUNDS}
@@ -125,6 +139,7 @@ def cost_of(cfg: StackConfig) -> dict[str, Any]:
                    "hours_per_month": prices.HOURS_PER_MONTH},
         "groups": groups,
         "system_pool": system,
+        "gcs_redis": redis,
         "total": {"hourly": _range(hourly, 4),
                   "monthly": _range(hourly, 2, prices.HOURS_PER_MONTH)},
         "unpriced": unpriced,

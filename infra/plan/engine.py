@@ -36,6 +36,7 @@ from raytpu.facts.urns import STACK_TYPE, qualified_type, resource_urn
 from raytpu.plan.cost import cost_of
 from raytpu.plan.mock_runtime import (
     InlineMockMonitor,
+    declaration_index,
     inline_rpcs,
     paused_gc,
     without_source_positions,
@@ -138,7 +139,9 @@ def _name_of(urn: str) -> str:
     return urn.rsplit("::", 1)[-1]
 
 
-def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
+def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource],
+                  declared: dict[str, int]) -> Any:
+    """``declared``: each record's URN -> its declaration index (where the SDK gave one)."""
     from pulumi import get_project, get_stack
 
     real_urns: dict[str, str] = {}  # the mocks' URN -> the engine's
@@ -182,6 +185,9 @@ def _make_monitor(mocks: RecordingMocks, records: list[PlannedResource]) -> Any:
                 provider = request.provider.rsplit("::", 1)[0]
                 options["provider"] = real_urns.get(provider, provider)
             inputs = mocks.inputs.get((request.type, request.name), {})
+            index = declaration_index(request)
+            if index is not None:
+                declared[real_urns[urn]] = index
             records.append(
                 PlannedResource(
                     type=request.type,
@@ -256,7 +262,8 @@ def run_program(
 
     mocks = RecordingMocks(cfg.project, preview=preview)
     records: list[PlannedResource] = []
-    monitor = _make_monitor(mocks, records)
+    declared: dict[str, int] = {}
+    monitor = _make_monitor(mocks, records, declared)
     logged = _WarningLog()
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview,
                              monitor=monitor, logger=logged.logger)
@@ -288,13 +295,21 @@ def run_program(
         raise
     except Exception as e:  # surface our errors raised inside the engine's threads
         cause: BaseException | None = e
+        seen: set[int] = set()  # a chain can loop (an exception re-raised in its own context)
         while cause is not None and not isinstance(cause, PlanError | ConfigError):
+            seen.add(id(cause))
             cause = cause.__cause__ or cause.__context__
+            if cause is not None and id(cause) in seen:
+                cause = None
         if cause is not None:
             raise cause from None
         raise
     if not records:
         raise PlanError("the program declared no resources (were the mocks installed?)")
+    # Registered in the order their inputs resolved; listed in the order they were declared
+    # (a parent is declared before its children). Without the SDK hook none is indexed and
+    # the sort, being stable, changes nothing.
+    records.sort(key=lambda r: declared.get(r.urn, len(declared)))
     return PlanResult(stack=stack, config=cfg, resources=records, raw_outputs=_plain(outputs),
                       preview=preview, program_warnings=logged.warnings)
 

@@ -18,7 +18,8 @@ answers the same way without that: serialising plain values never suspends, so
 
 :func:`without_source_positions`: each registration also walks the Python stack for the
 engine's source positions (file URIs of every frame, a fifth of a plan's time), which no
-mock reads; during a plan the SDK is handed an empty trace instead.
+mock reads; during a plan the SDK is handed the resource's declaration index instead, which
+orders the plan's resources as the program declared them.
 
 :func:`paused_gc`: the cyclic collector walked the SDK's few hundred thousand objects again
 and again while a plan registered resources (more often the more resources); paused, a
@@ -32,6 +33,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import gc
+import itertools
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
@@ -120,18 +122,43 @@ class InlineMockMonitor(MockMonitor):
         return resource_pb2.ResourceInvokeResponse(failures=checks or None, **{"return": ret})
 
 
+DECLARED_AT = "raytpu:declaration-order"
+"""The ``uri`` of the one frame :func:`without_source_positions` hands each registration."""
+
+
 @contextlib.contextmanager
 def without_source_positions() -> Iterator[None]:
-    """Registrations inside carry an empty stack trace (the SDK's own fallback value)."""
+    """Registrations inside carry, instead of a stack trace, one frame whose ``line`` is the
+    resource's place in declaration order (:func:`declaration_index`).
+
+    The SDK takes the trace synchronously in the resource's constructor, while the RPC waits
+    for the inputs' outputs: a resource whose inputs resolve late (an address Memorystore
+    computes) registers after later siblings, by a number of loop turns that varies with set
+    iteration order from run to run. The index keeps the plan in the program's order."""
     walk = getattr(sdk_resource, "_get_stack_trace", None)
     if walk is None:  # an SDK without it: nothing to skip
         yield
         return
-    sdk_resource._get_stack_trace = source_pb2.StackTrace
+    count = itertools.count()
+
+    def declared() -> source_pb2.StackTrace:
+        frame = source_pb2.StackFrame(pc=source_pb2.SourcePosition(uri=DECLARED_AT,
+                                                                   line=next(count)))
+        return source_pb2.StackTrace(frames=[frame])
+
+    sdk_resource._get_stack_trace = declared
     try:
         yield
     finally:
         sdk_resource._get_stack_trace = walk
+
+
+def declaration_index(request: Any) -> int | None:
+    """The index :func:`without_source_positions` gave a registration request, if any."""
+    frames = request.stackTrace.frames
+    if frames and frames[0].pc.uri == DECLARED_AT:
+        return int(frames[0].pc.line)
+    return None
 
 
 @contextlib.contextmanager

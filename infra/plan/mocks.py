@@ -60,6 +60,12 @@ def _fake_outputs(typ: str, name: str, inputs: dict[str, Any], project: str) -> 
             json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
         tags = inputs.get("tags") or []
         out.update(digest=digest, ref=f"{tags[0]}@{digest}" if tags else "")
+    elif typ == "gcp:redis/instance:Instance":
+        # In-transit encryption serves TLS on 6378; the host is in the peered range.
+        tls = inputs.get("transitEncryptionMode") == "SERVER_AUTHENTICATION"
+        out.update(host="10.3.0.3", port=6378 if tls else 6379,
+                   authString="mock-auth-string" if inputs.get("authEnabled") else "",
+                   serverCaCerts=[{"cert": _FAKE_CA}] if tls else [])
     elif typ == "kubernetes:helm.sh/v3:Release":
         out["status"] = {"status": "deployed", "namespace": inputs.get("namespace"),
                          "name": inputs.get("name", name)}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from raytpu.components.ray_resources import RAYCLUSTER_TYPE
+from raytpu.components.ray_gcs_ft import RECONNECT_ENV
+from raytpu.components.ray_resources import RAYCLUSTER_TYPE, RAYJOB_TYPE
 from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
 from raytpu.plan.engine import PlannedResource, PlanResult
 from raytpu.plan.tables import PlanTable
@@ -89,6 +90,40 @@ def raycluster_table(rc: PlannedResource) -> PlanTable:
                              "chips per host", "topology", "accelerator"], rows)
 
 
+def _ft_row(what: str, spec: dict[str, Any]) -> list[str]:
+    ft = spec.get("gcsFaultToleranceOptions")
+    if ft is None:
+        return [what, "off", "-", "-", "-", "-"]
+    ref = ((ft.get("redisPassword") or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+    address = shown(ft.get("redisAddress", "?"))
+    workers = [e.get("value") for w in spec.get("workerGroupSpecs", [])
+               for e in _container(w.get("template", {})).get("env", [])
+               if e.get("name") == RECONNECT_ENV]
+    return [what, "on (Redis)", address,
+            f"Secret {ref.get('name')}/{ref.get('key')}" if ref else "none",
+            "yes" if address.startswith("rediss://") or address.startswith("(") else "no",
+            f"{workers[0]} s" if workers else "600 s (KubeRay)"]
+
+
+def gcs_ft_table(result: PlanResult) -> PlanTable | None:
+    """GCS fault tolerance of every RayCluster and RayJob cluster: whether a head restart
+    keeps the workers, where the GCS is kept and where its password comes from."""
+    rows = [_ft_row(f"RayCluster {rc.inputs.get('metadata', {}).get('name', rc.name)}",
+                    rc.inputs.get("spec", {})) for rc in result.by_type(RAYCLUSTER_TYPE)]
+    rows += [_ft_row(f"RayJob {j.inputs.get('metadata', {}).get('name', j.name)}",
+                     j.inputs.get("spec", {}).get("rayClusterSpec") or {})
+             for j in result.by_type(RAYJOB_TYPE)]
+    if not rows:
+        return None
+    return PlanTable("GCS fault tolerance (head restart keeps the workers)",
+                     ["cluster", "GCS FT", "redis address", "password", "TLS",
+                      "worker reconnect"], rows,
+                     notes=["off: a lost head pod restarts every worker of every slice"])
+
+
 def ray_tables(result: PlanResult) -> list[PlanTable]:
     op = operator_table(result)
-    return ([op] if op else []) + [raycluster_table(rc) for rc in result.by_type(RAYCLUSTER_TYPE)]
+    ft = gcs_ft_table(result)
+    return (([op] if op else []) + [raycluster_table(rc)
+                                    for rc in result.by_type(RAYCLUSTER_TYPE)]
+            + ([ft] if ft else []))

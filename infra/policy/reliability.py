@@ -128,3 +128,15 @@ def tpu_placement(args: ResourceValidationArgs, report: ReportViolation) -> None
             report(f"{key} is {value} (x{zones} zone(s)) but a {shape.accelerator_type} "
                    f"({topology}) slice is {shape.hosts} {shape.machine_type} hosts: a slice "
                    "pool is all its hosts or nothing", None)
+
+
+def gcs_fault_tolerance(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Elastic TPU groups are the ones a lost head costs most: their pools may scale to zero
+    and wait for capacity the run already had."""
+    for where, spec in ray_specs(args):
+        elastic = [str(prop(w, "groupName")) for w in seq(prop(spec, "workerGroupSpecs"))
+                   if prop(w, "minReplicas") != prop(w, "maxReplicas")]
+        if elastic and prop(spec, "gcsFaultToleranceOptions") is None:
+            report(f"{where}: elastic TPU groups {elastic} without gcsFaultToleranceOptions: a "
+                   "lost head restarts every worker and the slices may be re-provisioned; set "
+                   "raytpu:ray.gcsFaultTolerance", None)

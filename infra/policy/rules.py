@@ -64,6 +64,10 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         "ray-images-by-digest", "Ray pod images are pinned by digest, not a moving tag.",
         reliability.image_digest, A),
     ResourceValidationPolicy(
+        "gcs-fault-tolerance-for-elastic-tpu", "A Ray cluster with elastic TPU worker groups "
+        "keeps its GCS in Redis (gcsFaultToleranceOptions), so a head restart keeps the "
+        "slices.", reliability.gcs_fault_tolerance, A),
+    ResourceValidationPolicy(
         "tpu-slice-pool-shape", "Every multi-host TPU pool is COMPACT with a topology and "
         "as many nodes as the slice has hosts.", reliability.tpu_placement, A),
     StackValidationPolicy(

@@ -30,9 +30,19 @@ STACK_APIS: dict[str, str] = {
 }
 
 
+# Only for a stack that creates a Memorystore instance for the Ray GCS.
+MEMORYSTORE_APIS: dict[str, str] = {
+    "redis.googleapis.com": "the Memorystore instance the Ray GCS is kept in",
+    "servicenetworking.googleapis.com": "private service access to that instance",
+}
+
+
 def stack_apis(cfg: StackConfig) -> dict[str, str]:
     """The APIs this stack enables; empty when ``raytpu:project.enableApis`` is false."""
-    return dict(STACK_APIS) if cfg.project_settings.enable_apis else {}
+    if not cfg.project_settings.enable_apis:
+        return {}
+    ft = cfg.ray.gcs_fault_tolerance
+    return {**STACK_APIS, **(MEMORYSTORE_APIS if ft and ft.memorystore else {})}
 
 
 def declare_project_services(cfg: StackConfig) -> ProjectServices | None:

@@ -25,6 +25,7 @@ from raytpu.components import (
 from raytpu.config.schema import From, build_args
 from raytpu.config.stack import ConfigError, SliceGroupConfig, StackConfig
 from raytpu.facts import versions
+from raytpu.program.gcs_ft_program import memorystore_problems
 from raytpu.program.isolation_program import isolation_problems
 from raytpu.program.kueue_program import kueue_problems
 from raytpu.program.monitoring_program import monitoring_args
@@ -147,7 +148,7 @@ def stack_problems(cfg: StackConfig, *, config_refused: bool = False) -> list[st
         partial(ray_problems, cfg), partial(kueue_problems, cfg),
         partial(isolation_problems, cfg),
         partial(_raised, partial(monitoring_args, cfg, stack_labels(cfg))),
-        partial(_raised, partial(gke_args, cfg)),
+        partial(_raised, partial(gke_args, cfg)), partial(memorystore_problems, cfg),
         # The build's digest exists only after `up`: its placeholder stands in for the check.
         *(partial(_raised, partial(training_rayjob, cfg, job, key=f"raytpu:jobs[{i}]",
                                    image=cfg.built_image_placeholder() if cfg.builds_image

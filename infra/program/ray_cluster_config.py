@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pulumi
 from raytpu.components.ray_cluster_args import TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.config.key_paths import Keys
 from raytpu.config.schema import shared_fields
 from raytpu.config.stack import StackConfig
+from raytpu.program.gcs_ft_program import for_jobs, gcs_fault_tolerance
+
+if TYPE_CHECKING:
+    from raytpu.components.memorystore import MemorystoreRedis
 
 
 def ray_keys(cfg: StackConfig) -> Keys:
@@ -55,8 +60,13 @@ def cluster_args(
     tpu_pools: Mapping[str, Mapping[str, str]] | None = None,
     create_namespace: bool = True,
     image: pulumi.Input[str] | None = None,
+    redis: MemorystoreRedis | None = None,
+    job: bool = False,
 ) -> TpuRayClusterArgs:
-    """``image``: the Ray image (default ``cfg.image``; the stack passes its build's digest)."""
+    """``image``: the Ray image (default ``cfg.image``; the stack passes its build's digest).
+    ``redis``: the stack's Memorystore instance (GCS fault tolerance). ``job``: for a
+    RayJob's cluster, which names the GCS Redis Secret the stack's RayCluster declares."""
+    ft = gcs_fault_tolerance(cfg, redis)
     # raytpu:ray's keys are the Args fields of the same name; the rest comes from elsewhere
     # (the keys of those, for problems: ray_keys).
     return TpuRayClusterArgs(**{
@@ -71,4 +81,5 @@ def cluster_args(
         "access_cidrs": cfg.network.ray_access_cidrs,
         "create_namespace": create_namespace,
         "pod_monitoring": cfg.monitoring.enabled,
+        "gcs_fault_tolerance": for_jobs(ft) if job else ft,
     })

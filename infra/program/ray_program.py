@@ -9,7 +9,7 @@ key, *before* any Ray resource is declared.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -28,6 +28,9 @@ from raytpu.facts.versions import version_tuple
 from raytpu.program.isolation_program import build_stack_namespace_policies
 from raytpu.program.ray_cluster_config import cluster_args, ray_keys
 from raytpu.program.training_job import training_rayjob
+
+if TYPE_CHECKING:
+    from raytpu.components.memorystore import MemorystoreRedis
 
 
 def operator_args(cfg: StackConfig) -> KubeRayOperatorArgs:
@@ -90,6 +93,7 @@ def build_ray(
     system_pool: str | None = None,
     tpu_pools: Mapping[str, Mapping[str, str]] | None = None,
     image: pulumi.Input[str] | None = None,
+    redis: MemorystoreRedis | None = None,
 ) -> dict[str, Any]:
     """Declare the KubeRay operator (or record the GKE add-on), the stack's RayCluster and
     its ``raytpu:jobs`` RayJobs.
@@ -101,12 +105,14 @@ def build_ray(
     stockout does not hold back cert-manager, KubeRay and the webhook). ``system_pool``: the
     CPU node pool's name, to pin the Ray head. ``tpu_pools``: node labels per TPU pool, to
     refuse a group that no pool can host. ``image``: the Ray pods' image (default
-    ``cfg.image``; the stack passes the digest of the image it builds).
+    ``cfg.image``; the stack passes the digest of the image it builds). ``redis``: the
+    Memorystore instance the GCS is kept in (``raytpu:ray.gcsFaultTolerance.memorystore``).
     Returns the stack outputs of the Ray layer.
     """
     op_args = _checked(cfg, gsa_email, system_pool, tpu_pools)  # before declaring anything
     jobs = [training_rayjob(cfg, job, image=image, system_pool=system_pool,
-                            key=f"raytpu:jobs[{i}]") for i, job in enumerate(cfg.jobs)]
+                            key=f"raytpu:jobs[{i}]", redis=redis)
+            for i, job in enumerate(cfg.jobs)]
 
     providers: list[pulumi.ProviderResource] | None = [provider] if provider is not None else None
     base = pulumi.ResourceOptions(providers=providers, depends_on=list(depends_on))
@@ -122,7 +128,7 @@ def build_ray(
     cluster = TpuRayCluster(
         "ray",
         cluster_args(cfg, gsa_email=gsa_email, system_pool=system_pool, tpu_pools=tpu_pools,
-                     create_namespace=create_ns, image=image),
+                     create_namespace=create_ns, image=image, redis=redis),
         opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(
             # The CRDs must exist (preview + apply) and the TPU webhook must serve before any
             # KubeRay pod is created, or TPU pods start without TPU_WORKER_* (silently broken).
@@ -131,7 +137,8 @@ def build_ray(
     )
     # Each job's RayCluster runs as the stack's KSA in its namespace: after both exist.
     job_opts = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(
-        depends_on=[*operator.ready, cluster.service_account]))
+        depends_on=[*operator.ready, cluster.service_account,
+                    *(r for r in (cluster.redis_secret, cluster.redis_ca) if r is not None)]))
     for job in jobs:
         job.declare(f"job-{job.metadata['name']}", job_opts)
     # NetworkPolicy follows the namespace, not the RayCluster: on a first `up` a Ray pod may
@@ -156,4 +163,5 @@ def build_ray(
         "kuberay_mode": cfg.kuberay.mode,
         "kuberay_charts": operator.outputs["charts"],
         "ray_jobs": [job.metadata["name"] for job in jobs],
+        "ray_gcs_fault_tolerance": cluster.outputs["gcsFaultTolerance"],
     }

@@ -26,6 +26,7 @@ from raytpu.config.validate import stack_warnings
 from raytpu.facts.names import SYSTEM_POOL
 from raytpu.program.apis import after_apis, declare_project_services
 from raytpu.program.args import gke_args, stack_labels, stack_problems
+from raytpu.program.gcs_ft_program import build_memorystore
 from raytpu.program.isolation_program import build_teams
 from raytpu.program.kueue_program import build_kueue
 from raytpu.program.load import validated_config
@@ -188,6 +189,8 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         raise ConfigError(problems)
     infra = build_infra(cfg)
     outputs = infra_outputs(cfg, infra)
+    # The GCS's Redis in the cluster's VPC, before the RayCluster that names it.
+    redis = build_memorystore(cfg, infra.network.network, stack_labels(cfg), infra.api_options)
     outputs |= build_ray(
         cfg,
         provider=infra.provider,
@@ -197,6 +200,7 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         system_pool=infra.system_pool_name,
         tpu_pools=infra.tpu_pool_labels,
         image=infra.image,
+        redis=redis,
     )
     # Teams: namespaces, identities, RBAC and NetworkPolicy; Kueue on the system pool (never
     # waiting on TPU pools) and the team queues in those namespaces.

@@ -9,6 +9,7 @@ Declared by :func:`raytpu.program.ray_program.build_ray`, written by ``raytpu ma
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 import pulumi
 from raytpu.components.ray_job import BuiltRayJob, TpuRayJobArgs, build_rayjob
@@ -21,6 +22,9 @@ from raytpu.workloads.config import to_argv
 from raytpu.workloads.scaling import RUNTIME_ENV_VARS
 from raytpu.workloads.train_options import BadFlags
 
+if TYPE_CHECKING:
+    from raytpu.components.memorystore import MemorystoreRedis
+
 TrainingRayJob = BuiltRayJob  # what the builder returns, by its older name
 
 
@@ -31,6 +35,7 @@ def training_rayjob(
     image: pulumi.Input[str] | None = None,
     system_pool: str | None = SYSTEM_POOL,
     key: str | None = None,
+    redis: MemorystoreRedis | None = None,
 ) -> BuiltRayJob:
     """The RayJob running ``job`` on its own RayCluster of ``job.slices`` slices of
     ``job.slice_group``, shaped as the stack's RayCluster shapes that group.
@@ -38,7 +43,8 @@ def training_rayjob(
     ``image``: the Ray image, by digest (default the stack's ``cfg.image``, refused unless
     ``raytpu:ray.image`` pins a digest; the stack passes the built image's digest).
     ``system_pool``: the CPU node pool for the head and the submitter. ``key``: how problems
-    name the job (default ``job '<name>'``). Raises :class:`~raytpu.config.stack.ConfigError`.
+    name the job (default ``job '<name>'``). ``redis``: the stack's Memorystore instance,
+    when its GCS fault tolerance uses one. Raises :class:`~raytpu.config.stack.ConfigError`.
     """
     where = key or f"job {job.name!r}"
     try:
@@ -50,7 +56,8 @@ def training_rayjob(
                            "entry"]) from None
     args = TpuRayJobArgs(
         name=job.name,
-        cluster=cluster_args(cfg, gsa_email="", system_pool=system_pool, image=image),
+        cluster=cluster_args(cfg, gsa_email="", system_pool=system_pool, image=image,
+                             redis=redis, job=True),
         group=job.slice_group, slices=train.slices,
         entrypoint=shlex.join(["python", "-m", "raytpu.workloads.launcher",
                                *to_argv(train, opts)]),

@@ -47,7 +47,13 @@ def test_prod_groups_price_chips_times_list_price_over_the_range() -> None:
     assert n2 is not None
     assert sp["nodes"] == {"min": 1, "count": 1, "max": 4}
     assert sp["hourly"]["max"] == pytest.approx(4 * n2.on_demand)
-    parts = [*c["groups"], sp]
+    # GCS fault tolerance: 1 GB of Standard-tier Memorystore, every hour, at every bound.
+    redis = c["gcs_redis"]
+    per_gb = prices.MEMORYSTORE_GB_HOUR["STANDARD_HA"]
+    assert (redis["tier"], redis["memory_size_gb"]) == ("STANDARD_HA", 1)
+    assert redis["hourly"] == {b: pytest.approx(per_gb) for b in ("min", "count", "max")}
+    assert redis["price_source"] == prices.MEMORYSTORE_SOURCE
+    parts = [*c["groups"], sp, redis]
     for bound in ("min", "count", "max"):
         assert c["total"]["hourly"][bound] == pytest.approx(
             sum(p["hourly"][bound] for p in parts), abs=1e-3)
@@ -205,3 +211,10 @@ def test_prod_eval_slice_costs_the_published_list_price() -> None:
     (eval_group,) = [g for g in c["groups"] if g["name"] == "v5e-8-eval"]
     assert eval_group["hourly"] == {"min": 9.6, "count": 9.6, "max": 9.6}
     assert eval_group["monthly"] == {"min": 7008.0, "count": 7008.0, "max": 7008.0}
+
+
+def test_dev_has_no_gcs_redis_to_pay_for() -> None:
+    c = cost_of(parse_stack_config("dev", load_stack_file("dev", STACKS_DIR)))
+    assert c["gcs_redis"] is None
+    assert c["total"]["hourly"]["count"] == pytest.approx(
+        sum(p["hourly"]["count"] for p in [*c["groups"], c["system_pool"]]), abs=1e-3)

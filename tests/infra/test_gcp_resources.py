@@ -233,6 +233,36 @@ CASES: dict[str, Case] = {
             "project": PROJECT, "location": REGION, "repository": "raytpu",
             "role": "roles/artifactregistry.reader", "member": "serviceAccount:x"}),
     ),
+    "global-address": (
+        lambda n: gcp.compute.GlobalAddress(n, name="psa", project=PROJECT,
+                                            purpose="VPC_PEERING", address_type="INTERNAL",
+                                            prefix_length=24, network="vpc"),
+        lambda n: thin.ComputeGlobalAddress(n, {"name": "psa", "project": PROJECT,
+                                                "purpose": "VPC_PEERING",
+                                                "addressType": "INTERNAL", "prefixLength": 24,
+                                                "network": "vpc"}),
+    ),
+    "service-networking-connection": (
+        lambda n: gcp.servicenetworking.Connection(
+            n, network="vpc", service="servicenetworking.googleapis.com",
+            reserved_peering_ranges=["psa"]),
+        lambda n: thin.ServiceNetworkingConnection(n, {
+            "network": "vpc", "service": "servicenetworking.googleapis.com",
+            "reservedPeeringRanges": ["psa"]}),
+    ),
+    "redis-instance": (
+        lambda n: gcp.redis.Instance(
+            n, name="gcs", project=PROJECT, region=REGION, tier="STANDARD_HA",
+            memory_size_gb=1, redis_version="REDIS_7_2", authorized_network="vpc",
+            connect_mode="PRIVATE_SERVICE_ACCESS", reserved_ip_range="psa", auth_enabled=True,
+            transit_encryption_mode="SERVER_AUTHENTICATION", labels={"stack": "s"}),
+        lambda n: thin.RedisInstance(n, {
+            "name": "gcs", "project": PROJECT, "region": REGION, "tier": "STANDARD_HA",
+            "memorySizeGb": 1, "redisVersion": "REDIS_7_2", "authorizedNetwork": "vpc",
+            "connectMode": "PRIVATE_SERVICE_ACCESS", "reservedIpRange": "psa",
+            "authEnabled": True, "transitEncryptionMode": "SERVER_AUTHENTICATION",
+            "labels": {"stack": "s"}}),
+    ),
     "dashboard": (
         lambda n: gcp.monitoring.Dashboard(n, project=PROJECT,
                                            dashboard_json='{"displayName": "d"}'),

@@ -68,7 +68,7 @@ def run(program: Callable[[], Any], stack: str = "test") -> PlanResult:
 
 def test_every_rule_has_name_description_level_and_unique_name() -> None:
     names = [p.name for p in POLICIES]
-    assert len(names) == len(set(names)) == 13
+    assert len(names) == len(set(names)) == 14
     for p in POLICIES:
         assert isinstance(p, ResourceValidationPolicy | StackValidationPolicy)
         assert p.description and p.enforcement_level in (EnforcementLevel.MANDATORY,

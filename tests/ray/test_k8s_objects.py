@@ -39,6 +39,14 @@ CASES: dict[str, Case] = {
             "selector": {"ray.io/node-type": "head"},
             "ports": [{"name": "dashboard", "port": 8265, "targetPort": 8265}]}),
     ),
+    "config-map": (
+        lambda n: k8s.core.v1.ConfigMap(n, metadata=META_ARGS, data={"ca.crt": "PEM"}),
+        lambda n: thin.ConfigMap(n, metadata=META, fields={"data": {"ca.crt": "PEM"}}),
+    ),
+    "secret": (
+        lambda n: k8s.core.v1.Secret(n, metadata=META_ARGS, string_data={"password": "p"}),
+        lambda n: thin.Secret(n, metadata=META, fields={"stringData": {"password": "p"}}),
+    ),
     "job": (
         lambda n: k8s.batch.v1.Job(n, metadata=META_ARGS, spec=k8s.batch.v1.JobSpecArgs(
             backoff_limit=0, template=k8s.core.v1.PodTemplateSpecArgs(
