@@ -34,7 +34,13 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from raytpu.facts.catalog import SliceShape, accelerator_types, slice_shape
+from raytpu.facts.catalog import (
+    GENERATIONS,
+    Generation,
+    SliceShape,
+    accelerator_types,
+    slice_shape,
+)
 
 from .config import ModelConfig, TrainConfig
 from .flops import AnyModel, param_count, train_flops_per_step
@@ -151,22 +157,49 @@ def estimate(
     )
 
 
+def shape_name(accelerator_type: str, slices: int) -> str:
+    """How a run's slices are named: ``v5litepod-16``, or ``2 x v5litepod-16`` for two slices
+    (never one bigger slice's name: 2 x v5litepod-16 is not a v5litepod-32)."""
+    return f"{slices} x {accelerator_type}" if slices > 1 else accelerator_type
+
+
+def generations_in(zone: str | None, own: Generation) -> list[Generation]:
+    """The generations to search: every one the catalog lists in ``zone`` (all of them when
+    no zone is known), and always ``own`` (the stack already runs it there; the catalog's
+    zone lists change often, a miss is only a warning)."""
+    return [g for g in GENERATIONS.values() if g is own or zone is None or zone in g.zones]
+
+
+def _candidate(name: str, chips_per_vm: int) -> SliceShape:
+    """``name`` on VMs of ``chips_per_vm`` chips where its generation has them and they can
+    host it (so each chip's share of ``batch_per_host`` stays the same), else the catalog's
+    default VM."""
+    shape = slice_shape(name)
+    machine = shape.generation.machine_types.get(chips_per_vm)
+    if machine is not None and shape.chips_per_vm != chips_per_vm:
+        with contextlib.suppress(ValueError):
+            shape = slice_shape(name, machine_type=machine)
+    return shape
+
+
 def smallest_fitting(
     model: AnyModel, shape: SliceShape, *, slices: int = 1, batch_per_host: int,
-    seq_len: int, fsdp: bool = True, remat: bool = False,
+    seq_len: int, fsdp: bool = True, remat: bool = False, zone: str | None = None,
 ) -> Fit | None:
-    """The smallest slice of ``shape``'s generation (same chips per host where it can have
-    them, so each chip's share of the batch stays the same) on which the job fits; None if
-    none does (the activations alone exceed a chip: shorten the batch or turn on remat)."""
-    gen = shape.generation
-    for name in accelerator_types(gen.name):
-        candidate = slice_shape(name)
-        if candidate.chips_per_vm != shape.chips_per_vm and shape.chips_per_vm in (
-            gen.machine_types
-        ):
-            # Where this VM cannot host that slice, keep the catalog's default.
-            with contextlib.suppress(ValueError):
-                candidate = slice_shape(name, machine_type=gen.machine_types[shape.chips_per_vm])
+    """The slice with the fewest chips, of any generation offered in ``zone``
+    (:func:`generations_in`), on which ``slices`` of it fit the job; a tie goes to
+    ``shape``'s own generation, then to the catalog's order. None if none does (the
+    activations alone exceed a chip: shorten the batch or turn on remat).
+
+    The slice count is the job's: with FSDP over one slice's chips, more slices add data
+    parallel replicas, not memory per chip."""
+    own = shape.generation
+    candidates = [
+        _candidate(name, shape.chips_per_vm)
+        for gen in generations_in(zone, own) for name in accelerator_types(gen.name)
+    ]
+    candidates.sort(key=lambda c: (c.chips, c.generation is not own))  # stable: catalog order
+    for candidate in candidates:
         fit = estimate(model, candidate, slices=slices, batch_per_host=batch_per_host,
                        seq_len=seq_len, fsdp=fsdp, remat=remat)
         if fit.fits:
@@ -178,49 +211,62 @@ def gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def render_refusal(fit: Fit, smallest: Fit | None, model_name: str) -> list[str]:
-    """The lines a refused job prints (one problem, then the numbers and the way out)."""
+def render_refusal(fit: Fit, smallest: Fit | None, model_name: str,
+                   zone: str | None = None) -> list[str]:
+    """The lines a refused job prints (one problem, then the numbers and the way out);
+    ``zone``: where :func:`smallest_fitting` searched (None: the whole catalog)."""
     b = fit.bytes_per_chip
-    where = f"{fit.slices} x {fit.accelerator_type}" if fit.slices > 1 else fit.accelerator_type
     lines = [
-        f"--model {model_name}: does not fit {where} ({fit.topology}): "
+        f"--model {model_name}: does not fit {shape_name(fit.accelerator_type, fit.slices)} "
+        f"({fit.topology}): "
         f"{gib(b['total'])} per chip (params {gib(b['params'])}, grads {gib(b['grads'])}, "
         f"optimizer {gib(b['optimizer'])}, activations {gib(b['activations'])}) > "
         f"{gib(fit.usable_bytes)} usable of {gib(fit.hbm_per_chip)} HBM per chip "
         f"({fit.hbm_source})",
     ]
     if smallest is None:
-        lines.append("no slice of this generation fits it at this batch: lower "
+        where = f"offered in {zone}" if zone else "in the catalog"
+        lines.append(f"no TPU slice {where} fits it at this batch: lower "
                      "--batch-per-host or --seq-len, or add --remat")
     else:
         lines.append(
-            f"the smallest that fits is {smallest.accelerator_type} ({smallest.topology}, "
+            f"the smallest that fits is {smallest_name(smallest)} ({smallest.topology}, "
             f"{smallest.chips} chips): {gib(smallest.bytes_per_chip['total'])} per chip"
         )
     return lines
 
 
-def fit_for(model: ModelConfig | LlamaConfig, shape: SliceShape, **kwargs: Any) -> dict[str, Any]:
-    """``estimate(...).to_dict()`` plus ``smallest_fitting`` (its accelerator type or None):
-    the ``fit`` object of ``raytpu submit --dry-run``."""
-    return _fit_object(estimate(model, shape, **kwargs), smallest_fitting(model, shape, **kwargs))
+def smallest_name(fit: Fit) -> str:
+    """The ``fit`` object's ``smallest_fitting``: the shape and, above one, the slices."""
+    return shape_name(fit.accelerator_type, fit.slices)
+
+
+def fit_for(model: ModelConfig | LlamaConfig, shape: SliceShape, *, zone: str | None = None,
+            **kwargs: Any) -> dict[str, Any]:
+    """``estimate(...).to_dict()`` plus ``smallest_fitting`` (:func:`smallest_name` or None,
+    searched in ``zone``): the ``fit`` object of ``raytpu submit --dry-run``."""
+    return _fit_object(estimate(model, shape, **kwargs),
+                       smallest_fitting(model, shape, zone=zone, **kwargs))
 
 
 def _fit_object(fit: Fit, smallest: Fit | None) -> dict[str, Any]:
     out = fit.to_dict()
-    out["smallest_fitting"] = smallest.accelerator_type if smallest else None
+    out["smallest_fitting"] = smallest_name(smallest) if smallest else None
     return out
 
 
-def check_run(cfg: TrainConfig, shape: SliceShape) -> tuple[dict[str, Any], list[str] | None]:
+def check_run(cfg: TrainConfig, shape: SliceShape, zone: str | None = None,
+              ) -> tuple[dict[str, Any], list[str] | None]:
     """The ``fit`` object of a run (its model, slices, batch, context, FSDP and remat on
-    ``shape``) and, if it does not fit, the refusal's lines (None when it fits): what
-    ``raytpu submit`` prints in its dry run and refuses with (exit 2)."""
+    ``shape``; the smallest fitting shape searched in ``zone``, the stack's) and, if it does
+    not fit, the refusal's lines (None when it fits): what ``raytpu submit`` prints in its
+    dry run and refuses with (exit 2), and what ``raytpu plan``'s job table shows."""
     kwargs: dict[str, Any] = dict(slices=cfg.slices, batch_per_host=cfg.batch_per_host,
                                   seq_len=cfg.model.seq_len, fsdp=cfg.use_fsdp,
                                   remat=cfg.remat)
     model = cfg.architecture()
     fit = estimate(model, shape, **kwargs)
-    smallest = smallest_fitting(model, shape, **kwargs)
-    refusal = None if fit.fits else render_refusal(fit, smallest, cfg.preset or "byte")
+    smallest = smallest_fitting(model, shape, zone=zone, **kwargs)
+    refusal = (None if fit.fits
+               else render_refusal(fit, smallest, cfg.preset or "byte", zone=zone))
     return _fit_object(fit, smallest), refusal

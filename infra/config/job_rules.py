@@ -3,7 +3,7 @@ checks no field type can make (:func:`job_problems`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from raytpu.config.jobs import LAUNCH_OPTIONS, JobConfig
 from raytpu.facts.names import DNS_LABEL as DNS1035
@@ -36,6 +36,26 @@ def train_config(cfg: StackConfig, job: JobConfig) -> tuple[TrainConfig, LaunchO
         progress=False, slice_group=group.name,
     )
     return train, opts
+
+
+def job_fit(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
+    """The job's ``fit`` object: the estimate ``raytpu submit`` makes and refuses by
+    (:func:`raytpu.workloads.fit.check_run`, the smallest fitting shape searched in the
+    stack's zone), for the trainer the job's RayJob runs on its slice group's shape.
+    Raises :class:`~raytpu.workloads.train_options.BadFlags` (as :func:`train_config`)."""
+    from raytpu.workloads.fit import check_run
+
+    train, _ = train_config(cfg, job)
+    group = next(s for s in cfg.slices if s.name == job.slice_group)
+    fit, _refusal = check_run(train, group.shape, zone=cfg.zone)
+    return fit
+
+
+def job_fits(cfg: StackConfig) -> list[dict[str, Any]]:
+    """``raytpu plan --json``'s ``jobs``: per ``raytpu:jobs`` entry its ``name``,
+    ``slice_group`` and ``fit`` (:func:`job_fit`), in the stack's order."""
+    return [{"name": job.name, "slice_group": job.slice_group, "fit": job_fit(cfg, job)}
+            for job in cfg.jobs]
 
 
 def job_problems(cfg: StackConfig) -> list[str]:

@@ -160,8 +160,8 @@ def build_submission(
 
         # Bytes per chip and FLOPs per step of this model on this slice, before anything
         # is contacted; a job that cannot fit is refused (a user's own command is not ours
-        # to size).
-        extra["fit"], refusal = check_run(train_cfg, shape)
+        # to size). The way out is searched among the shapes offered in the stack's zone.
+        extra["fit"], refusal = check_run(train_cfg, shape, zone=cfg.zone)
         env: dict[str, Any] = {"env_vars": dict(RUNTIME_ENV_VARS)}
     else:
         from raytpu.operations.own_code import runtime_env

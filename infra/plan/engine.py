@@ -28,6 +28,7 @@ from typing import Any
 
 from raytpu.config.file import default_stacks_dir as default_stacks_dir
 from raytpu.config.file import load_stack_file as load_stack_file
+from raytpu.config.job_rules import job_fits
 from raytpu.config.stack import ConfigError, StackConfig
 
 # The one stack-file loader (also used by `raytpu submit`); re-exported for callers here.
@@ -129,6 +130,7 @@ class PlanResult:
             "unknown": sorted(unknown),
             "warnings": self.warnings,
             "cost": cost_of(self.config),
+            "jobs": job_fits(self.config),
         }
 
     def to_json(self, show_secrets: bool = False) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from raytpu.plan.cost import cost_of, money_at_count
 from raytpu.plan.cost import summary_line as cost_line
 from raytpu.plan.engine import PlanResult
+from raytpu.plan.job_tables import job_tables
 from raytpu.plan.kueue_tables import team_tables
 from raytpu.plan.policies import Violation, mandatory
 from raytpu.plan.ray_tables import ray_tables
@@ -32,7 +33,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 # The plan's sections, in order. Add a module's table source here.
-TABLE_SOURCES: tuple[TableSource, ...] = (tpu_slice_tables, ray_tables, team_tables)
+TABLE_SOURCES: tuple[TableSource, ...] = (tpu_slice_tables, ray_tables, job_tables,
+                                          team_tables)
 
 KV_INDENT = 4
 """Indent of a key/value line under its row's name."""

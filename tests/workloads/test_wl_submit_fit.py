@@ -14,14 +14,15 @@ from typer.testing import CliRunner
 EIGHT_B = ["--model", "8b", "--seq-len", "2048", "--batch-per-host", "4", "--remat"]
 
 
-def _stacks(tmp_path: Path) -> Path:
+def _stacks(tmp_path: Path, zone: str = "us-west4-a") -> Path:
     d = tmp_path / "stacks"
     d.mkdir()
     config = {
         "gcp:project": "proj-1",
-        "raytpu:zone": "us-west4-a",
+        "raytpu:zone": zone,
         "raytpu:slices": [{"name": "small", "tpu": "v5litepod-8"},
-                          {"name": "big", "tpu": "v5litepod-32"}],
+                          {"name": "big", "tpu": "v5litepod-32"},
+                          {"name": "pair", "tpu": "v5litepod-8", "count": 2}],
         "raytpu:ray": {"clusterName": "rc-test", "namespace": "ray-ns"},
         "raytpu:storage": {"bucket": "ckpt-bucket"},
     }
@@ -29,9 +30,10 @@ def _stacks(tmp_path: Path) -> Path:
     return d
 
 
-def _submit(tmp_path: Path, group: str, *flags: str) -> tuple[int, str, str]:
+def _submit(tmp_path: Path, group: str, *flags: str, zone: str = "us-west4-a",
+            ) -> tuple[int, str, str]:
     result = CliRunner().invoke(app, ["submit", "--stack", "t1", "--stacks-dir",
-                                      str(_stacks(tmp_path)), "--slice-group", group,
+                                      str(_stacks(tmp_path, zone)), "--slice-group", group,
                                       "--dry-run", *flags])
     return result.exit_code, result.stdout, result.stderr
 
@@ -67,3 +69,21 @@ def test_the_default_byte_gpt_fits_and_says_so(tmp_path: Path) -> None:
     assert code == 0, err
     fit = json.loads(out)["fit"]
     assert fit["fits"] is True and fit["fsdp"] is False
+
+
+def test_the_way_out_is_searched_in_the_stacks_zone(tmp_path: Path) -> None:
+    # us-east5-a offers v5p too: 4 of its 95 GiB chips hold 8b, where v5e needs 32 chips.
+    code, out, err = _submit(tmp_path, "small", *EIGHT_B, zone="us-east5-a")
+    assert code == 2
+    assert json.loads(out)["fit"]["smallest_fitting"] == "v5p-8"
+    assert err.strip().splitlines()[1].startswith(
+        "error: the smallest that fits is v5p-8 (2x2x1, 4 chips)")
+
+
+def test_a_multi_slice_submission_names_its_slices(tmp_path: Path) -> None:
+    code, out, err = _submit(tmp_path, "pair", *EIGHT_B)  # its count: 2 slices
+    assert code == 2
+    fit = json.loads(out)["fit"]
+    assert fit["slices"] == 2 and fit["smallest_fitting"] == "2 x v5litepod-32"
+    assert err.strip().splitlines()[0].startswith(
+        "error: --model 8b: does not fit 2 x v5litepod-8 (2x4): ")
