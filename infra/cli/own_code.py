@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from raytpu.cli import local_runs
+from raytpu.cli.local_runs import DEFAULT as DEFAULT_CHECKPOINT_DIR
+from raytpu.cli.local_runs import CheckpointDir, storage_path
 from raytpu.workloads.config import LaunchOptions
 from raytpu.workloads.train_options import BadFlags
 
@@ -121,7 +122,7 @@ def register(app: typer.Typer) -> None:
             "--max-failures", help="Restarts of every host's process after a failure")] = 0,
         run_name: Annotated[str, typer.Option(
             "--run-name", help="Run folder under --checkpoint-dir (resume key)")] = "run",
-        checkpoint_dir: local_runs.CheckpointDir = local_runs.DEFAULT,
+        checkpoint_dir: CheckpointDir = DEFAULT_CHECKPOINT_DIR,
         command: CommandArg = None,
     ) -> None:
         """Run your command on every host of a stack's slice group, simulated locally
@@ -143,7 +144,7 @@ def register(app: typer.Typer) -> None:
             group, n = slice_group_of(cfg, slice_group, slices)
             cmd = own_code.command(command, working_dir=working_dir, env=env or [],
                                    requirements=None)
-            storage = local_runs.storage_path(checkpoint_dir)
+            storage = storage_path(checkpoint_dir)
         except BadFlags as e:
             raise _exit_bad(e.problems) from None
         shape = group.shape
