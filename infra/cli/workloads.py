@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from raytpu.cli.exits import bad_flags_or_refused, exit_bad
 from raytpu.cli.local_runs import DEFAULT as DEFAULT_CHECKPOINT_DIR
 from raytpu.cli.local_runs import CheckpointDir, storage_path
 from raytpu.cli.own_code import (
@@ -139,12 +140,6 @@ def with_trainer_flags(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _exit_bad(problems: list[str]) -> typer.Exit:
-    for line in problems:
-        print(f"error: {line}", file=sys.stderr)
-    return typer.Exit(2)
-
-
 def register(app: typer.Typer) -> None:
     """Add ``train``, ``submit`` and ``run`` to the CLI."""
     register_own_code(app)
@@ -191,11 +186,11 @@ def register(app: typer.Typer) -> None:
         except BadFlags as e:
             problems += e.problems
         if problems:
-            raise _exit_bad(problems)
+            raise exit_bad(problems)
         try:
             storage = storage_path(checkpoint_dir)
         except BadFlags as e:
-            raise _exit_bad(e.problems) from None
+            raise exit_bad(e.problems) from None
 
         from raytpu.workloads.local_mode import run_local
 
@@ -293,17 +288,12 @@ def register(app: typer.Typer) -> None:
         if team is not None:
             from raytpu.operations.team_job import ApplyError, create_team_job, prepare_team_job
 
-            try:
+            with bad_flags_or_refused(ApplyError):
                 job = prepare_team_job(
                     stack=stack, stacks_dir=stacks_dir, team=team, slice_group=slice_group,
                     slices=slices, run_name=run_name, max_failures=max_failures,
                     trainer={**trainer, "log_every": log_every}, image=image,
                     dry_run=dry_run)
-            except BadFlags as e:
-                raise _exit_bad(e.problems) from None
-            except ApplyError as e:
-                print(f"error: {e}", file=sys.stderr)
-                raise typer.Exit(1) from None
             if dry_run:
                 print(json.dumps(job.manifest, indent=2))
                 return
@@ -325,9 +315,9 @@ def register(app: typer.Typer) -> None:
         except DoesNotFit as e:
             if dry_run:  # the numbers as JSON too, then the refusal
                 print(json.dumps(e.submission.to_dict(), indent=2))
-            raise _exit_bad(e.problems) from None
+            raise exit_bad(e.problems) from None
         except BadFlags as e:
-            raise _exit_bad(e.problems) from None
+            raise exit_bad(e.problems) from None
         print(sub.port_forward_hint, file=sys.stderr)
         if dry_run:
             print(json.dumps(sub.to_dict(), indent=2))
