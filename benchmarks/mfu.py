@@ -29,23 +29,13 @@ framework, model, seq, batch, steps = sys.argv[1:6]
 seq, batch, steps = int(seq), int(batch), int(steps)
 from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.config import ModelConfig, TrainConfig
-from raytpu.workloads.loop import HostPlace
+from raytpu.workloads.loop import HostPlace, RecordingHooks
 from raytpu.workloads.metrics import MfuBasis
-
-class Hooks:
-    records = []
-    def begin_attempt(self): return 1, True
-    def restore(self): return None
-    def save(self, step, state, metrics): pass
-    def publish(self, records): self.records.extend(records)
-    def flush(self): pass
-    def settle(self): pass
-    def holding(self, step): pass
 
 cfg = TrainConfig(steps=steps, preset=model, model=ModelConfig(seq_len=seq), batch_per_host=batch,
                   checkpoint_every=10**9, log_every=1, framework=framework)
 arch = cfg.architecture()
-hooks = Hooks()
+hooks = RecordingHooks()
 if framework == "jax":
     import jax
     from raytpu.workloads.jax_trainer import train_jax

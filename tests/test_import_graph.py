@@ -54,9 +54,19 @@ def role(module: str) -> str:
 
 
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The raytpu modules ``name`` imports (the most specific known module of each)."""
+    """The raytpu modules ``name`` imports: the most specific known module of each import, and
+    the packages whose ``__init__`` that import runs or reads.
+
+    ``import a.b.c`` (or ``from a.b.c import x``) runs ``a/__init__`` and ``a/b/__init__``
+    first, so it is an edge to those packages too, except to the importer's own packages:
+    Python imported them before the importer's first line, so this import never runs them.
+    ``from a.b import x`` reads package ``a.b``'s namespace (half built while ``a/b/__init__``
+    is still importing the importer), so it is an edge to ``a.b`` even from inside it, and
+    to the module ``a.b.x`` where ``x`` is one."""
     tree = ast.parse(path.read_text())
     package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
+    parts = name.split(".")
+    own_packages = {".".join(parts[:i]) for i in range(1, len(parts))}
     targets: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -66,15 +76,18 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
             if node.level:
                 parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{parent}.{base}" if base else parent
-            # `from pkg import module` imports the module; `from module import name` the module.
-            targets.update(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
-                           for a in node.names)
+            targets.add(base)
+            targets.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known)
     edges = set()
     for target in targets:
+        dotted = target.split(".")
+        edges.update(p for p in (".".join(dotted[:i]) for i in range(1, len(dotted)))
+                     if p in known and p not in own_packages)
         while target and target not in known:
             target = target.rpartition(".")[0]
-        if target and target != name:
+        if target:
             edges.add(target)
+    edges.discard(name)
     return edges
 
 
@@ -150,6 +163,48 @@ def test_the_graph_sees_relative_lazy_and_package_imports() -> None:
     assert "raytpu.config.stack" in edges["raytpu.program.stack"]
     assert "raytpu.components" in edges["raytpu.program.stack"]  # from raytpu.components import ...
     assert "raytpu.components.gcp_resources" in edges["raytpu.components.gke_cluster"]
+    # `python -m raytpu` imports raytpu.cli.app, which runs raytpu/cli/__init__ first.
+    assert {"raytpu.cli", "raytpu.cli.app"} <= edges["raytpu.__main__"]
+
+
+def probe(name: str, source: str) -> Path:
+    path = ROOT / "build" / "graph-probe" / f"{name}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return path
+
+
+def test_imports_count_the_packages_whose_init_they_run() -> None:
+    known = {"raytpu", "raytpu.p", "raytpu.p.m", "raytpu.p.n", "raytpu.q"}
+    # From outside: importing raytpu.p.m runs raytpu/p/__init__ first.
+    assert imports_of("raytpu.q", probe("q", "import raytpu.p.m\n"), known) == {
+        "raytpu.p", "raytpu.p.m"}
+    assert imports_of("raytpu.q", probe("q", "from raytpu.p.m import x\n"), known) == {
+        "raytpu.p", "raytpu.p.m"}
+    # From inside: raytpu.p is imported before raytpu.p.n runs, so a sibling is no edge to it...
+    assert imports_of("raytpu.p.n", probe("n", "from raytpu.p.m import x\n"), known) == {
+        "raytpu.p.m"}
+    # ...but reading the package's namespace is, submodule or not, absolute or relative.
+    for source in ("from raytpu.p import m\n", "from . import m\n"):
+        assert imports_of("raytpu.p.n", probe("n", source), known) == {"raytpu.p", "raytpu.p.m"}
+    assert imports_of("raytpu.p.n", probe("n", "from raytpu.p import f\n"), known) == {
+        "raytpu.p"}
+
+
+def test_a_circle_through_a_package_init_is_found() -> None:
+    """The shape the CLI once had: the package's ``__init__`` imports a module that imports
+    the package back (``from raytpu.cli import local_runs`` inside ``raytpu.cli.workloads``)."""
+    known = {"raytpu.p", "raytpu.p.app", "raytpu.p.work", "raytpu.p.runs"}
+    edges = {
+        "raytpu.p": imports_of("raytpu.p", probe("__init__", "from raytpu.p.app import main\n"),
+                               known),
+        "raytpu.p.app": imports_of("raytpu.p.app", probe("app", "from raytpu.p.work import r\n"),
+                                   known),
+        "raytpu.p.work": imports_of("raytpu.p.work", probe("work", "from raytpu.p import runs\n"),
+                                    known),
+        "raytpu.p.runs": set(),
+    }
+    assert cycles(edges) == [["raytpu.p", "raytpu.p.app", "raytpu.p.work"]]
 
 
 def test_a_cycle_is_found() -> None:

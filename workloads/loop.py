@@ -4,7 +4,7 @@ launcher's :class:`Hooks`, the host's :class:`HostPlace` and the rehearsal's hol
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -38,6 +38,36 @@ class Hooks(Protocol):
     def holding(self, step: int) -> None:
         """Rehearsal: tell the launcher every host now waits, after ``step``, to be killed."""
         ...
+
+
+@dataclass
+class RecordingHooks:
+    """:class:`Hooks` with no launcher behind them, for a script that calls a trainer
+    directly (``benchmarks/mfu.py``, the tests' subprocesses): one attempt, nothing to
+    restore or checkpoint, the step records kept in ``records``."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def begin_attempt(self) -> tuple[int, bool]:
+        return 1, True
+
+    def restore(self) -> dict[str, Any] | None:
+        return None
+
+    def save(self, step: int, state: dict[str, Any] | None, metrics: dict[str, Any]) -> None:
+        pass
+
+    def publish(self, records: list[dict[str, Any]]) -> None:
+        self.records.extend(records)
+
+    def flush(self) -> None:
+        pass
+
+    def settle(self) -> None:
+        pass
+
+    def holding(self, step: int) -> None:
+        pass
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,24 @@ def _all_reduce_mean(flat: torch.Tensor) -> torch.Tensor:
     return flat
 
 
-class HostGlooSync:
+class _OneDevicePerProcess:
+    """What the gloo-averaged parallelisms share: one device per process, so the mesh is
+    the process group, and every parameter is whole on each (nothing to shard)."""
+
+    sharded = False
+
+    @property
+    def global_devices(self) -> int:
+        return _world_size()
+
+    def shard_model(self, model: torch.nn.Module) -> None:
+        pass
+
+    def shard_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        pass
+
+
+class HostGlooSync(_OneDevicePerProcess):
     """XLA:CPU device per process; gradients averaged over gloo on the host.
 
     Each gradient is copied to the host on its own (``.cpu()`` of device data is a plain
@@ -131,20 +148,8 @@ class HostGlooSync:
 
         xm.wait_device_ops()
 
-    sharded = False
 
-    @property
-    def global_devices(self) -> int:
-        return _world_size()
-
-    def shard_model(self, model: torch.nn.Module) -> None:
-        pass
-
-    def shard_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
-        pass
-
-
-class EagerCpu:
+class EagerCpu(_OneDevicePerProcess):
     """Eager PyTorch on the CPU, gradients averaged over gloo if a group exists."""
 
     name = "eager-cpu"
@@ -173,18 +178,6 @@ class EagerCpu:
         pass
 
     def wait(self) -> None:
-        pass
-
-    sharded = False
-
-    @property
-    def global_devices(self) -> int:
-        return _world_size()
-
-    def shard_model(self, model: torch.nn.Module) -> None:
-        pass
-
-    def shard_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         pass
 
 

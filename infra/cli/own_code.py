@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from raytpu.cli import local_runs
+from raytpu.cli.exits import bad_flags_or_refused, exit_bad
+from raytpu.cli.local_runs import DEFAULT as DEFAULT_CHECKPOINT_DIR
+from raytpu.cli.local_runs import CheckpointDir, storage_path
 from raytpu.workloads.config import LaunchOptions
 from raytpu.workloads.train_options import BadFlags
 
@@ -27,12 +29,6 @@ CommandArg = Annotated[list[str] | None, typer.Argument(
     help="-- CMD ARG...: the command every TPU host runs", show_default=False)]
 # After the first word of the command, every flag is the command's, not raytpu's.
 CONTEXT = {"allow_interspersed_args": False}
-
-
-def _exit_bad(problems: list[str]) -> typer.Exit:
-    for line in problems:
-        print(f"error: {line}", file=sys.stderr)
-    return typer.Exit(2)
 
 
 def trainer_flags_given(trainer: dict[str, Any], defaults: dict[str, Any]) -> list[str]:
@@ -56,7 +52,7 @@ def submit_command(*, stack: str, stacks_dir: Path, address: str, slice_group: s
         prepare_team_command,
     )
 
-    try:
+    with bad_flags_or_refused(ApplyError):
         if ignored:
             raise BadFlags(ignored)
         cmd = own_code.command(command, working_dir=working_dir, env=env,
@@ -71,11 +67,6 @@ def submit_command(*, stack: str, stacks_dir: Path, address: str, slice_group: s
                                    slices=slices, address=address, run_name=run_name,
                                    max_failures=max_failures, command=cmd)
             view = sub.to_dict()
-    except BadFlags as e:
-        raise _exit_bad(e.problems) from None
-    except ApplyError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise typer.Exit(1) from None
     if dry_run:
         print(json.dumps(view, indent=2))
         return
@@ -121,7 +112,7 @@ def register(app: typer.Typer) -> None:
             "--max-failures", help="Restarts of every host's process after a failure")] = 0,
         run_name: Annotated[str, typer.Option(
             "--run-name", help="Run folder under --checkpoint-dir (resume key)")] = "run",
-        checkpoint_dir: local_runs.CheckpointDir = local_runs.DEFAULT,
+        checkpoint_dir: CheckpointDir = DEFAULT_CHECKPOINT_DIR,
         command: CommandArg = None,
     ) -> None:
         """Run your command on every host of a stack's slice group, simulated locally
@@ -143,9 +134,9 @@ def register(app: typer.Typer) -> None:
             group, n = slice_group_of(cfg, slice_group, slices)
             cmd = own_code.command(command, working_dir=working_dir, env=env or [],
                                    requirements=None)
-            storage = local_runs.storage_path(checkpoint_dir)
+            storage = storage_path(checkpoint_dir)
         except BadFlags as e:
-            raise _exit_bad(e.problems) from None
+            raise exit_bad(e.problems) from None
         shape = group.shape
         train = TrainConfig(tpu=shape.accelerator_type, topology=shape.topology,
                             machine_type=shape.machine_type, slices=n)

@@ -15,7 +15,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from raytpu.cli import local_runs, own_code
+from raytpu.cli.exits import bad_flags_or_refused, exit_bad
+from raytpu.cli.local_runs import DEFAULT as DEFAULT_CHECKPOINT_DIR
+from raytpu.cli.local_runs import CheckpointDir, storage_path
+from raytpu.cli.own_code import (
+    CONTEXT,
+    CommandArg,
+    EnvOpt,
+    WorkingDir,
+    submit_command,
+    trainer_flags_given,
+)
+from raytpu.cli.own_code import register as register_own_code
 from raytpu.workloads.config import LaunchOptions, ModelConfig, OptimConfig, TrainConfig
 from raytpu.workloads.train_options import BadFlags, build_config
 
@@ -129,15 +140,9 @@ def with_trainer_flags(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _exit_bad(problems: list[str]) -> typer.Exit:
-    for line in problems:
-        print(f"error: {line}", file=sys.stderr)
-    return typer.Exit(2)
-
-
 def register(app: typer.Typer) -> None:
     """Add ``train``, ``submit`` and ``run`` to the CLI."""
-    own_code.register(app)
+    register_own_code(app)
 
     @app.command()
     @with_trainer_flags
@@ -148,7 +153,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
         tpu: Tpu = DEFAULTS.tpu,
         slices: Slices = DEFAULTS.slices,
-        checkpoint_dir: local_runs.CheckpointDir = local_runs.DEFAULT,
+        checkpoint_dir: CheckpointDir = DEFAULT_CHECKPOINT_DIR,
         metrics_out: Annotated[
             Path | None, typer.Option("--metrics-out", help="JSON lines, one per step")
         ] = None,
@@ -181,11 +186,11 @@ def register(app: typer.Typer) -> None:
         except BadFlags as e:
             problems += e.problems
         if problems:
-            raise _exit_bad(problems)
+            raise exit_bad(problems)
         try:
-            storage = local_runs.storage_path(checkpoint_dir)
+            storage = storage_path(checkpoint_dir)
         except BadFlags as e:
-            raise _exit_bad(e.problems) from None
+            raise exit_bad(e.problems) from None
 
         from raytpu.workloads.local_mode import run_local
 
@@ -215,7 +220,7 @@ def register(app: typer.Typer) -> None:
             line += f"; host kill -> first resumed step {report.kill_to_resume_s:.1f}s"
         print(line)
 
-    @app.command(context_settings=own_code.CONTEXT)
+    @app.command(context_settings=CONTEXT)
     @with_trainer_flags
     def submit(
         trainer: dict[str, Any],
@@ -251,11 +256,11 @@ def register(app: typer.Typer) -> None:
             "--context", help="--team: kubeconfig context")] = None,
         image: Annotated[str | None, typer.Option(
             "--image", help="--team: the Ray image by digest (default: the stack's)")] = None,
-        working_dir: own_code.WorkingDir = None,
+        working_dir: WorkingDir = None,
         requirements: Annotated[Path | None, typer.Option(
             "--requirements", help="pip requirements file installed for the command")] = None,
-        env: own_code.EnvOpt = None,
-        command: own_code.CommandArg = None,
+        env: EnvOpt = None,
+        command: CommandArg = None,
     ) -> None:
         """Submit the trainer, or your own command after `--` (one process per TPU host),
         to the stack's RayCluster (Ray Job Submission API), or with --team as a RayJob
@@ -271,29 +276,24 @@ def register(app: typer.Typer) -> None:
 
         if command or working_dir is not None or requirements is not None or env:
             defaults = {p.name: p.default for p in TRAINER_FLAGS}
-            own_code.submit_command(
+            submit_command(
                 stack=stack, stacks_dir=stacks_dir, address=address, slice_group=slice_group,
                 slices=slices, dry_run=dry_run, max_failures=max_failures, run_name=run_name,
                 team=team, kubeconfig=kubeconfig, context=context, image=image,
                 working_dir=working_dir, env=env or [], requirements=requirements,
-                command=command, ignored=own_code.trainer_flags_given(
+                command=command, ignored=trainer_flags_given(
                     {**trainer, "log_every": log_every}, {**defaults, "log_every": 10}))
             return
 
         if team is not None:
             from raytpu.operations.team_job import ApplyError, create_team_job, prepare_team_job
 
-            try:
+            with bad_flags_or_refused(ApplyError):
                 job = prepare_team_job(
                     stack=stack, stacks_dir=stacks_dir, team=team, slice_group=slice_group,
                     slices=slices, run_name=run_name, max_failures=max_failures,
                     trainer={**trainer, "log_every": log_every}, image=image,
                     dry_run=dry_run)
-            except BadFlags as e:
-                raise _exit_bad(e.problems) from None
-            except ApplyError as e:
-                print(f"error: {e}", file=sys.stderr)
-                raise typer.Exit(1) from None
             if dry_run:
                 print(json.dumps(job.manifest, indent=2))
                 return
@@ -315,9 +315,9 @@ def register(app: typer.Typer) -> None:
         except DoesNotFit as e:
             if dry_run:  # the numbers as JSON too, then the refusal
                 print(json.dumps(e.submission.to_dict(), indent=2))
-            raise _exit_bad(e.problems) from None
+            raise exit_bad(e.problems) from None
         except BadFlags as e:
-            raise _exit_bad(e.problems) from None
+            raise exit_bad(e.problems) from None
         print(sub.port_forward_hint, file=sys.stderr)
         if dry_run:
             print(json.dumps(sub.to_dict(), indent=2))

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from raytpu.facts.catalog import TPU_RESOURCE
 from raytpu.facts.names import NODEPOOL_LABEL
 
 # Where the command's other parts live, for callers that import them from here.
@@ -37,7 +38,6 @@ RAY_GROUP_LABEL = "ray.io/group"
 RAY_NODE_TYPE_LABEL = "ray.io/node-type"
 REPLICA_INDEX_LABEL = "ray.io/worker-group-replica-index"
 REPLICA_NAME_LABEL = "ray.io/worker-group-replica-name"
-TPU_RESOURCE = "google.com/tpu"
 
 
 class ClusterReader(Protocol):
@@ -136,6 +136,14 @@ def _chips(quantity: Any) -> int:
         return 0
 
 
+def chips_in_use(cluster_queue: dict[str, Any]) -> int:
+    """TPU chips a Kueue ClusterQueue reports in use (``status.flavorsUsage``), every flavor
+    summed; shared by ``raytpu status`` and the rehearsal's ``queues[]``."""
+    return sum(_chips(r.get("total")) for f in (cluster_queue.get("status") or {})
+               .get("flavorsUsage") or [] for r in f.get("resources") or []
+               if r.get("name") == TPU_RESOURCE)
+
+
 def _team_view(team: TeamConfig, workloads: list[dict[str, Any]],
                queue: dict[str, Any] | None) -> dict[str, Any]:
     from raytpu.config.teams import team_namespace
@@ -152,8 +160,7 @@ def _team_view(team: TeamConfig, workloads: list[dict[str, Any]],
         out["cluster_queue"] = None
         return out
     status = queue.get("status") or {}
-    used = sum(_chips(r.get("total")) for f in status.get("flavorsUsage") or []
-               for r in f.get("resources") or [] if r.get("name") == TPU_RESOURCE)
+    used = chips_in_use(queue)
     nominal = sum(_chips(r.get("nominalQuota"))
                   for g in (queue.get("spec") or {}).get("resourceGroups") or []
                   for f in g.get("flavors") or [] for r in f.get("resources") or []

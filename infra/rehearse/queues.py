@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from raytpu.facts import versions
+from raytpu.operations.status import chips_in_use
 from raytpu.rehearse.api import Api, ApiError
-
-TPU_RESOURCE = "google.com/tpu"
 
 
 @dataclass(frozen=True)
@@ -43,12 +42,6 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
         if c.get("type") == kind:
             return dict(c)
     return None
-
-
-def chips_in_use(cq: dict[str, Any]) -> int:
-    return sum(int(str(r.get("total", 0)) or 0)
-               for f in (cq.get("status") or {}).get("flavorsUsage") or []
-               for r in f.get("resources") or [] if r.get("name") == TPU_RESOURCE)
 
 
 def read_queues(api: Api, declared: list[tuple[str, str]],

@@ -397,3 +397,30 @@ def test_the_view_is_a_pure_function_of_the_stack_and_one_snapshot(world: Any) -
     assert view == status_view(cfg, before) == fleet_status(cfg, reader)
     assert json.loads(json.dumps(view)) == view  # --json prints the view model as it is
     assert not view["healthy"] and view["teams"][0]["workloads"]["admitted"] >= 0
+
+
+def test_status_and_the_rehearsal_count_chips_in_use_alike() -> None:
+    """One count for ``raytpu status`` and the rehearsal's ``queues[]``: the TPU totals of
+    every flavor, other resources left out, an unreadable quantity read as 0 (the
+    rehearsal's own copy crashed on it)."""
+    from raytpu.operations.status import chips_in_use
+    from raytpu.rehearse.queues import read_queues
+
+    cq = {"metadata": {"name": "cq-speech"}, "status": {
+        "conditions": [{"type": "Active", "status": "True"}],
+        "admittedWorkloads": 2, "pendingWorkloads": 1,
+        "flavorsUsage": [
+            {"name": "v5e-16", "resources": [{"name": "google.com/tpu", "total": "16"},
+                                             {"name": "cpu", "total": "96"}]},
+            {"name": "v4-16", "resources": [{"name": "google.com/tpu", "total": "8"},
+                                            {"name": "google.com/tpu", "total": "n/a"}]},
+        ]}}
+
+    class Api:
+        def get(self, api_version: str, kind: str, name: str) -> dict[str, Any]:
+            assert (kind, name) == ("ClusterQueue", "cq-speech")
+            return cq
+
+    assert chips_in_use(cq) == 24
+    [queue] = read_queues(Api(), [("speech", "cq-speech")])  # type: ignore[arg-type]
+    assert (queue.active, queue.admitted, queue.pending, queue.chips_in_use) == (True, 2, 1, 24)

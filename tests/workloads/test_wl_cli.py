@@ -268,3 +268,26 @@ def test_local_data_paths_reach_the_hosts_absolute(
     assert (cfg.data, cfg.tokenizer) == (str(tmp_path / "big.txt"), str(tmp_path / "t.json"))
     cluster = build_config(**base, check_data=False)
     assert cluster.data == "big.txt"  # submit: a path on the cluster, left as given
+
+
+def test_bad_flags_exit_2_and_a_refusal_exit_1_each_with_its_error_lines(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The one place ``train``, ``submit`` and ``run`` turn an expected error into an exit."""
+    import typer
+    from raytpu.cli.exits import bad_flags_or_refused
+    from raytpu.workloads.train_options import BadFlags
+
+    class Refused(Exception):
+        pass
+
+    with pytest.raises(typer.Exit) as e, bad_flags_or_refused(Refused):
+        raise BadFlags(["--a: one", "--b: two"])
+    assert e.value.exit_code == 2
+    assert capsys.readouterr().err == "error: --a: one\nerror: --b: two\n"
+    with pytest.raises(typer.Exit) as e, bad_flags_or_refused(Refused):
+        raise Refused("the cluster said no")
+    assert e.value.exit_code == 1
+    assert capsys.readouterr().err == "error: the cluster said no\n"
+    with pytest.raises(KeyError), bad_flags_or_refused(Refused):
+        raise KeyError("anything else is not an expected error")

@@ -34,18 +34,8 @@ if world > 1:
 from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.config import ModelConfig, TrainConfig
 from raytpu.workloads.jax_trainer import train_jax
-from raytpu.workloads.loop import HostPlace
+from raytpu.workloads.loop import HostPlace, RecordingHooks
 from raytpu.workloads.metrics import MfuBasis
-
-class Hooks:
-    records = []
-    def begin_attempt(self): return 1, True
-    def restore(self): return None
-    def save(self, step, state, metrics): pass
-    def publish(self, records): self.records.extend(records)
-    def flush(self): pass
-    def settle(self): pass
-    def holding(self, step): pass
 
 cfg = TrainConfig(steps={steps}, preset="tiny", model=ModelConfig(seq_len={seq}),
                   data={data!r}, batch_per_host={batch} * (2 // world), checkpoint_every=100,
@@ -53,7 +43,7 @@ cfg = TrainConfig(steps={steps}, preset="tiny", model=ModelConfig(seq_len={seq})
 basis = MfuBasis.for_run(cfg.architecture(), slice_shape("v4-16"), 1, simulated=True,
                          seq_len={seq}, framework="jax", processes=jax.process_count(),
                          global_devices=len(jax.devices()))
-hooks = Hooks()
+hooks = RecordingHooks()
 summary = train_jax(cfg, hooks, HostPlace(rank, world, rank), basis)
 print(json.dumps({{"records": hooks.records, "processes": summary.processes,
                   "devices": summary.global_devices}}))

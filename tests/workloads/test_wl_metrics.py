@@ -75,3 +75,17 @@ def test_writer_appends_json_lines(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert all(set(REQUIRED_FIELDS) <= set(r) for r in rows)
+
+
+def test_recording_hooks_keep_each_runs_records_and_never_restore() -> None:
+    """The hooks ``benchmarks/mfu.py`` and the JAX subprocess tests drive a trainer with."""
+    from raytpu.workloads.loop import RecordingHooks
+
+    first, second = RecordingHooks(), RecordingHooks()
+    assert first.begin_attempt() == (1, True)
+    first.save(1, {"model": {}}, {})
+    assert first.restore() is None  # a save keeps nothing to resume from
+    first.publish([_rec(1)])
+    first.publish([_rec(2)])
+    assert [r["step"] for r in first.records] == [1, 2]
+    assert second.records == []  # records belong to one instance, not the class
