@@ -168,6 +168,8 @@ _FLAGS: tuple[tuple[str, str, type], ...] = (
     ("--seq-len", "model.seq_len", int),
     ("--lr", "optim.lr", float),
     ("--warmup-steps", "optim.warmup_steps", int),
+    # The rehearsals': hosts hold after step K (written only when set).
+    ("--fail-host-at-step", "fail_host_at_step", int),
 )
 
 

@@ -173,6 +173,17 @@ def launch(
     )
 
 
+HOLDING = "hosts holding after step"
+"""What the launcher prints once every host of a rehearsal (``--fail-host-at-step K``) has
+registered its checkpoints and waits to be killed: a harness outside waits for it."""
+
+
+def _announce_holds(records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    for event in events:
+        if event.get("kind") == "holding":
+            print(f"{HOLDING} {event['step']} (attempt {event['attempt']})", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m raytpu.workloads.launcher [trainer flags] --storage-path gs://...``."""
     cfg, opts = from_argv(sys.argv[1:] if argv is None else argv)
@@ -184,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         from .command import launch_command
 
         return launch_command(cfg, opts).exit_code
-    result = launch(cfg, opts)
+    result = launch(cfg, opts, on_progress=_announce_holds)
     print(
         f"done: step {result.last_step}/{cfg.steps} in {result.wall_s:.0f}s, "
         f"{result.attempts} attempt(s); checkpoints in {opts.storage_path}/{opts.run_name}",

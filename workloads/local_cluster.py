@@ -70,6 +70,28 @@ def _ray_cli() -> list[str]:
     return [sys.executable, "-m", "ray.scripts.scripts"]
 
 
+@dataclass(frozen=True)
+class GcsRedis:
+    """Where a simulated cluster keeps its GCS, set as KubeRay 1.7.0 sets a head's
+    environment from ``gcsFaultToleranceOptions`` (``RAY_REDIS_ADDRESS``, ``REDIS_PASSWORD``,
+    ``RAY_external_storage_namespace``) and each worker's reconnect timeout."""
+
+    address: str
+    """``host:port`` of the Redis server."""
+    password: str
+    namespace: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """KubeRay uses the RayCluster's UID: one Redis can hold many clusters."""
+    reconnect_timeout_s: int = 60
+    """``RAY_gcs_rpc_server_reconnect_timeout_s`` of the hosts (KubeRay's default: 600)."""
+
+    def head_env(self) -> dict[str, str]:
+        return {"RAY_REDIS_ADDRESS": self.address, "REDIS_PASSWORD": self.password,
+                "RAY_external_storage_namespace": self.namespace}
+
+    def host_env(self) -> dict[str, str]:
+        return {"RAY_gcs_rpc_server_reconnect_timeout_s": str(self.reconnect_timeout_s)}
+
+
 @dataclass
 class SimHost:
     """One simulated TPU VM: a Ray node in its own process group."""
@@ -105,10 +127,17 @@ class LocalSlices:
     directory travels to the hosts as on a stack's cluster."""
     log_to_driver: bool = True
     """Print the Ray processes' logs here (off where the caller prints the hosts' output)."""
+    gcs_redis: GcsRedis | None = None
+    """Keep the GCS in this Redis (GCS fault tolerance): the hosts outlive a head restart."""
+    connect_driver: bool = True
+    """Connect this process as the Ray driver. Off where the head will be killed: a driver
+    dies with its node's raylet, and this process must outlive it."""
     hosts: list[SimHost] = field(default_factory=list, init=False)
     _head_pgid: int | None = field(default=None, init=False)
     _owns_scratch: bool = field(default=False, init=False)
     _port: int = field(default=0, init=False)
+    _client_port: int = field(default=0, init=False)
+    _agent_port: int = field(default=0, init=False)
     dashboard_port: int = field(default=0, init=False)
     _saved_env: dict[str, str | None] = field(default_factory=dict, init=False)
     _mark: str = field(default_factory=lambda: uuid.uuid4().hex, init=False)
@@ -169,6 +198,9 @@ class LocalSlices:
             # Nobody scrapes a simulation's Prometheus metrics; exporting them costs every
             # Ray process CPU that the simulated hosts' training shares.
             RAY_enable_metrics_collection="0",
+            # A raylet waits this long for its agents to start (then aborts): on a loaded
+            # machine a restarted head's agents took longer than Ray's default.
+            RAY_agent_register_timeout_ms="120000",
             **_QUIET_RAY,
             # Inherited by every process a node starts: Ray starts some workers in process
             # groups of their own, so teardown also finds processes by this mark.
@@ -187,23 +219,8 @@ class LocalSlices:
         self.temp_dir.mkdir(parents=True, exist_ok=True)
         self._port = free_port()
         self.dashboard_port = free_port()
-        head_env = dict(self._base_env(), RAYTPU_SIM_NODE="head")
-        self._head_pgid = self._ray_start(
-            "head",
-            [
-                "--head",
-                f"--port={self._port}",
-                # The dashboard serves the state API Ray Train's placement-group cleaner polls.
-                "--include-dashboard=true",
-                "--dashboard-host=127.0.0.1",
-                f"--dashboard-port={self.dashboard_port}",
-                f"--ray-client-server-port={free_port()}",
-                f"--dashboard-agent-listen-port={free_port()}",
-                "--num-cpus=1",
-                "--resources={}",
-            ],
-            head_env,
-        )
+        self._client_port, self._agent_port = free_port(), free_port()
+        self._start_head()
         for s in range(self.num_slices):
             slice_name = f"sim-{self.shape.accelerator_type}-s{s}"
             for w in range(self.shape.hosts):
@@ -216,8 +233,20 @@ class LocalSlices:
                 )
                 self.hosts.append(SimHost(s, w, slice_name, env))
         for host in self.hosts:
-            self._start_host(host)
-        driver_env = {
+            self.start_host(host)
+        driver_env = self.driver_env()
+        for key, value in driver_env.items():
+            self._saved_env[key] = os.environ.get(key)
+            os.environ[key] = value
+        ray_auth.reload_from_env()
+        if self.connect_driver:
+            ray.init(address=self.address, logging_level=logging.WARNING,
+                     log_to_driver=self.log_to_driver, runtime_env=self.runtime_env)
+        self.wait_for_hosts(len(self.hosts))
+
+    def driver_env(self) -> dict[str, str]:
+        """What a driver of this cluster needs in its environment (its token included)."""
+        return {
             "RAY_TMPDIR": str(self.temp_dir),  # the driver keeps its files in the scratch too
             "RAY_USAGE_STATS_ENABLED": "0",
             # Nothing drains a simulated node: Ray Train's preemption watcher actor
@@ -229,13 +258,31 @@ class LocalSlices:
             ray_auth.MODE_ENV: "token",
             ray_auth.TOKEN_ENV: self._token,
         }
-        for key, value in driver_env.items():
-            self._saved_env[key] = os.environ.get(key)
-            os.environ[key] = value
-        ray_auth.reload_from_env()
-        ray.init(address=self.address, logging_level=logging.WARNING,
-                 log_to_driver=self.log_to_driver, runtime_env=self.runtime_env)
-        self.wait_for_hosts(len(self.hosts))
+
+    def _start_head(self) -> None:
+        head_env = dict(self._base_env(), RAYTPU_SIM_NODE="head")
+        redis_args: list[str] = []
+        if self.gcs_redis is not None:
+            head_env.update(self.gcs_redis.head_env())
+            # KubeRay passes the password to `ray start` too (REDIS_PASSWORD's value).
+            redis_args = [f"--redis-password={self.gcs_redis.password}"]
+        self._head_pgid = self._ray_start(
+            "head",
+            [
+                "--head",
+                f"--port={self._port}",
+                # The dashboard serves the state API Ray Train's placement-group cleaner polls.
+                "--include-dashboard=true",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={self.dashboard_port}",
+                f"--ray-client-server-port={self._client_port}",
+                f"--dashboard-agent-listen-port={self._agent_port}",
+                "--num-cpus=1",
+                "--resources={}",
+                *redis_args,
+            ],
+            head_env,
+        )
 
     def _ray_start(self, name: str, args: list[str], env: dict[str, str]) -> int:
         assert self.scratch is not None
@@ -264,9 +311,11 @@ class LocalSlices:
             raise LocalClusterError(f"`ray start` for {name} failed ({rc}): {' | '.join(tail)}")
         return proc.pid  # the session leader's pid is the group id
 
-    def _start_host(self, host: SimHost) -> None:
+    def start_host(self, host: SimHost) -> None:
         # Started one at a time: raylets on one machine starting together race for ports.
         env = dict(host.env, RAYTPU_SIM_NODE=self._node_mark(host))
+        if self.gcs_redis is not None:
+            env.update(self.gcs_redis.host_env())
         host.pgid = self._ray_start(
             host.name,
             [
@@ -285,10 +334,29 @@ class LocalSlices:
     def _node_mark(host: SimHost) -> str:
         return f"{host.name}#{host.restarts}"
 
-    def tpu_nodes_alive(self) -> int:
-        import ray
+    def nodes(self) -> list[dict[str, object]]:
+        """The GCS's node table: ``node_id``, ``name``, ``alive``, ``tpu`` (chips) per node."""
+        if self.connect_driver:
+            import ray
 
-        return sum(1 for n in ray.nodes() if n["Alive"] and n["Resources"].get("TPU"))
+            table = ray.nodes()
+        else:  # a short-lived driver of its own: this process never joins the cluster
+            probe = (f"import json, logging, ray; ray.init(address={self.address!r}, "
+                     "logging_level=logging.ERROR, log_to_driver=False); "
+                     "print(json.dumps(ray.nodes()))")
+            env = {**self._base_env(), "RAY_ADDRESS": ""}
+            env.pop("RAYTPU_SIM_CLUSTER", None)  # not a process of the cluster: never killed
+            out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                                 text=True, timeout=NODE_START_TIMEOUT_S, check=False)
+            if out.returncode != 0:
+                raise LocalClusterError(f"the GCS at {self.address} did not answer: "
+                                        f"{out.stderr.strip()[-300:]}")
+            table = json.loads(out.stdout.strip().splitlines()[-1])
+        return [{"node_id": n["NodeID"], "name": n.get("NodeName", ""), "alive": n["Alive"],
+                 "tpu": n["Resources"].get("TPU", 0)} for n in table]
+
+    def tpu_nodes_alive(self) -> int:
+        return sum(1 for n in self.nodes() if n["alive"] and n["tpu"])
 
     def wait_for_hosts(self, count: int, timeout_s: float = NODE_START_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout_s
@@ -327,8 +395,33 @@ class LocalSlices:
         # Ray must first declare the old node dead, or both count as alive.
         self.wait_for_hosts(expected - 1, timeout_s=30.0)
         host.restarts += 1
-        self._start_host(host)
+        self.start_host(host)
         self.wait_for_hosts(expected)
+
+    # -- head failure rehearsal --------------------------------------------------------
+
+    def kill_head(self) -> None:
+        """SIGKILL the head node (GCS, its raylet, dashboard, the drivers attached to it)."""
+        members = marked({"RAYTPU_SIM_CLUSTER": self._mark, "RAYTPU_SIM_NODE": "head"})
+        if self._head_pgid is not None:
+            kill_group(self._head_pgid, signal.SIGKILL)
+            wait_group_gone(self._head_pgid, 10.0)
+        kill_pids(members, signal.SIGKILL)
+        wait_pids_gone(members, 10.0)
+        self._head_pgid = None
+
+    def restart_head(self) -> None:
+        """A new head on the same address, as KubeRay recreates the head pod behind its
+        Service; with :attr:`gcs_redis` its GCS reloads the cluster's tables from Redis."""
+        # `ray start --head` refuses an address its temp dir names while any process on the
+        # machine mentions it (the hosts' raylets do): a new head pod has neither.
+        (self.temp_dir / "ray_current_cluster").unlink(missing_ok=True)
+        self._start_head()
+
+    def host_processes(self, host: SimHost) -> list[int]:
+        """The live processes of a simulated host's node (its raylet and agents)."""
+        return sorted(marked({"RAYTPU_SIM_CLUSTER": self._mark,
+                              "RAYTPU_SIM_NODE": self._node_mark(host)}))
 
     def processes(self) -> list[int]:
         """Every live process of the cluster: the nodes' groups plus marked strays."""

