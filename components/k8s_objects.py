@@ -205,7 +205,12 @@ class KubeObject(pulumi.CustomResource):
         for key, value in (fields or {}).items():
             props[key] = drop_unset(value)
             if key in self.SECRET_FIELDS:
-                props[key] = pulumi.Output.secret(props[key])
+                # Each value secret, not the map: a value known only after `up` (a generated
+                # password) then leaves the keys known in a preview, as the provider's own
+                # preview shows them, instead of turning the whole map unknown.
+                props[key] = ({k: pulumi.Output.secret(v) for k, v in props[key].items()}
+                              if isinstance(props[key], Mapping)
+                              else pulumi.Output.secret(props[key]))
         for out in ("metadata", *self.OUTPUTS):
             props.setdefault(out, None)
         merged = pulumi.ResourceOptions.merge(_utilities.get_resource_opts_defaults(), opts)

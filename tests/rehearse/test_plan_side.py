@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from raytpu.cli.app import app
 from raytpu.plan.engine import run_plan
+from raytpu.plan.values import join_path
 from raytpu.rehearse.objects import (
+    PLACEHOLDER,
     PLACEHOLDER_IMAGE,
     CrdsNotFound,
     crd_folder,
@@ -30,6 +32,18 @@ def test_values_known_after_up_are_visible_placeholders_never_a_digest() -> None
     assert {p.path for p in placeholders if p.kind == "RayCluster"} >= {
         "spec.headGroupSpec.template.spec.containers[0].image"}
     assert objs[0]["kind"] == "Namespace"
+
+
+def test_a_secret_whose_value_is_known_after_up_keeps_its_keys() -> None:
+    # Prod's GCS Redis auth string is Memorystore's output: only the value is a placeholder,
+    # so the API server gets a map (a whole-map placeholder is refused: "expected map").
+    objs, placeholders = stack_objects(run_plan("prod", preview=True))
+    (secret,) = [o for o in objs if o["kind"] == "Secret"
+                 and o["metadata"]["name"] == "raytpu-gcs-redis"]
+    assert isinstance(secret["stringData"], dict)
+    assert list(secret["stringData"].values()) == [PLACEHOLDER]
+    assert [p.path for p in placeholders if p.kind == "Secret"] == [
+        join_path("stringData", k) for k in secret["stringData"]]
 
 
 def test_crds_follow_the_groups_the_stack_uses(ref_dir: Path) -> None:
