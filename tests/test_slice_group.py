@@ -29,9 +29,12 @@ RAW: dict[str, Any] = {
     "raytpu:zone": "us-west4-a",
     "raytpu:cluster": {"name": "raytpu-test", "deletionProtection": False},
     "raytpu:slices": [
-        {"name": "pod16", "tpu": "v5litepod-16", "count": 2},  # 2 pools of 4 hosts
+        # 2 pools of 4 hosts, elastic: one is team-a's quota (a fixed group is all the
+        # shared RayCluster's)
+        {"name": "pod16", "tpu": "v5litepod-16", "autoscaling": {"min": 0, "max": 2}},
         {"name": "pod1", "tpu": "v5litepod-16", "count": 1, "spot": True},  # a prefix of it
-        {"name": "single", "tpu": "v5litepod-4"},  # one single-host pool
+        # one single-host pool of up to 2 nodes
+        {"name": "single", "tpu": "v5litepod-4", "autoscaling": {"min": 0, "max": 2}},
     ],
     "raytpu:teams": [{"name": "team-a", "members": ["user:a@example.com"],
                       "quota": {"pod16": 1, "single": 1}}],

@@ -32,7 +32,7 @@ def _raw(teams: Any) -> dict[str, Any]:
 
 def _team(**overrides: Any) -> dict[str, Any]:
     return {"name": "vision", "members": ["group:ml-vision@example.com"],
-            "quota": {"pod16": 1}, **overrides}
+            "quota": {"single": 1}, **overrides}
 
 
 def _problems(teams: Any) -> list[str]:
@@ -45,20 +45,19 @@ def test_every_field_parses_into_the_typed_model() -> None:
     cfg = parse_stack_config("t", _raw([
         _team(members=["group:ml-vision@example.com", "user:ana@example.com",
                        "serviceAccount:ci@acme-ml.iam.gserviceaccount.com"],
-              quota={"pod16": 1, "single": 0}, borrowing={"single": 2},
+              quota={"single": 1}, borrowing={"single": 2},
               priority="high", bucketAccess="bucket"),
-        {"name": "speech", "members": ["user:bo@example.com"], "quota": {"single": 3}},
+        {"name": "speech", "members": ["user:bo@example.com"], "quota": {"single": 2}},
     ]))
     vision, speech = cfg.teams
     assert vision == TeamConfig(
         name="vision", members=["group:ml-vision@example.com", "user:ana@example.com",
                                 "serviceAccount:ci@acme-ml.iam.gserviceaccount.com"],
-        quota={"pod16": 1, "single": 0}, borrowing={"single": 2}, priority="high",
+        quota={"single": 1}, borrowing={"single": 2}, priority="high",
         bucket_access="bucket")
     assert (speech.priority, speech.bucket_access, speech.borrowing) == ("default", "prefix", {})
-    assert vision.slice_groups == ["pod16", "single"]
-    # pod16 is a fixed group the shared RayCluster holds (see the test below); no other.
-    assert [w for w in stack_warnings(cfg) if "'pod16'" not in w] == []
+    assert vision.slice_groups == ["single"]
+    assert stack_warnings(cfg) == []
 
 
 def test_no_teams_key_means_no_teams() -> None:
@@ -122,7 +121,8 @@ def test_bad_team_config_names_key_and_value(teams: Any, expected: str) -> None:
 
 def test_every_bad_team_is_reported_once() -> None:
     problems = _problems([_team(quota={"pod32": 1}), _team(name="default", quota={"pod16": 9})])
-    assert len(problems) == 3, problems  # unknown group; reserved name; above the fleet
+    # unknown group; reserved name; above the fleet; on a fixed group
+    assert len(problems) == 4, problems
 
 
 def test_the_ray_namespace_of_this_stack_is_reserved() -> None:
@@ -190,13 +190,19 @@ def test_a_team_bucket_name_must_fit_gcs() -> None:
                for p in e.value.problems), e.value.problems
 
 
-def test_quota_on_slices_the_shared_raycluster_holds_is_a_warning() -> None:
-    cfg = parse_stack_config("t", _raw([_team(quota={"pod16": 1})]))
-    assert stack_warnings(cfg) == [
-        "raytpu:teams: the stack's shared RayCluster (raytpu:ray) always holds 1 slice(s) of "
-        "'pod16' (raytpu:slices[0].count) outside Kueue's quotas: team jobs admitted there "
-        "wait for nodes it keeps; make the group elastic with autoscaling.min: 0, or keep "
-        "teams off it"]
+def test_quota_on_a_fixed_group_is_refused_with_the_numbers() -> None:
+    """A fixed group's pools are all the shared RayCluster's (it never scales down), so Kueue
+    would admit a team job there that never schedules: the double booking, refused."""
+    assert _problems([_team(quota={"pod16": 1})]) == [
+        "raytpu:teams: nominal quotas on slice group 'pod16' add up to 1 slice(s) (vision 1), "
+        "but the group is fixed (raytpu:slices[0].count: 1, no autoscaling): the shared "
+        "RayCluster (raytpu:ray) always holds all its 1 node pool(s) outside Kueue's quotas, "
+        "so a team job admitted there would wait for nodes it keeps. Make the group elastic "
+        "(raytpu:slices[0].autoscaling: {min: 0, max: 2}), or keep teams' quotas off it"]
+    # The fix the message names is accepted.
+    raw = _raw([_team(quota={"pod16": 1})])
+    raw["raytpu:slices"] = [{**SLICES[0], "autoscaling": {"min": 0, "max": 2}}, SLICES[1]]
+    assert parse_stack_config("t", raw).teams[0].quota == {"pod16": 1}
 
 
 def test_cpu_quantities_round_up_to_a_millicore() -> None:

@@ -1,6 +1,6 @@
 """What a stack's teams derive from the whole stack (checkpoint locations, buckets, nominal
 quotas) and the checks no field type can make (:func:`team_problems`, with
-:func:`capacity_problems`, and :func:`team_warnings`), which
+:func:`capacity_problems`), which
 :func:`raytpu.config.validate.parse_stack_config` runs."""
 
 from __future__ import annotations
@@ -136,7 +136,16 @@ def capacity_problems(cfg: StackConfig) -> list[str]:
         head = (f"raytpu:teams: nominal quotas on slice group {s.name!r} add up to {total} "
                 f"slice(s) ({owners})")
         if not s.autoscaling:
-            continue  # the shared RayCluster holds every pool: team_warnings says so
+            # A fixed group's pools are all the shared RayCluster's (replicas = count, it
+            # never scales down), so a team job admitted on them can never schedule.
+            out.append(
+                f"{head}, but the group is fixed (raytpu:slices[{i}].count: {s.count}, no "
+                f"autoscaling): the shared RayCluster (raytpu:ray) always holds all its "
+                f"{s.max_slices} node pool(s) outside Kueue's quotas, so a team job admitted "
+                "there would wait for nodes it keeps. Make the group elastic "
+                f"(raytpu:slices[{i}].autoscaling: {{min: 0, max: {total + s.count}}}), or "
+                "keep teams' quotas off it")
+            continue
         left = s.max_slices - total
         if s.initial_slices > left or left < 1:
             need = total + max(s.initial_slices, 1)
@@ -148,17 +157,4 @@ def capacity_problems(cfg: StackConfig) -> list[str]:
                 f"admitted with no pool free. Raise autoscaling.max to at least {need}, or "
                 "lower the quotas; the shared RayCluster may scale to autoscaling.max less "
                 f"the teams' {total}")
-    return out
-
-
-def team_warnings(cfg: StackConfig) -> list[str]:
-    """Quota on a fixed group: the shared RayCluster holds all its slices outside Kueue."""
-    out: list[str] = []
-    for i, s in enumerate(cfg.slices):
-        if nominal_slices(cfg).get(s.name, 0) and not s.autoscaling:
-            out.append(
-                f"raytpu:teams: the stack's shared RayCluster (raytpu:ray) always holds "
-                f"{s.min_slices} slice(s) of {s.name!r} (raytpu:slices[{i}].count) outside "
-                "Kueue's quotas: team jobs admitted there wait for nodes it keeps; make the "
-                "group elastic with autoscaling.min: 0, or keep teams off it")
     return out

@@ -20,7 +20,7 @@ from raytpu.config.gcs_ft import gcs_ft_problems
 from raytpu.config.job_rules import job_problems
 from raytpu.config.key_paths import Keys
 from raytpu.config.stack import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig
-from raytpu.config.team_rules import team_problems, team_warnings
+from raytpu.config.team_rules import team_problems
 from raytpu.facts import versions
 from raytpu.facts.catalog import GENERATIONS, CatalogError
 from raytpu.facts.names import DNS_LABEL, K8S_NAME, PROJECT_ID, cidr_problem, cluster_name_problem
@@ -66,7 +66,6 @@ def stack_warnings(cfg: StackConfig) -> list[str]:
                 "the group), or the group's members cannot submit"
                 for t, team in enumerate(cfg.teams)
                 for m, member in enumerate(team.members) if member.startswith("group:")]
-    out += team_warnings(cfg)
     out += fit_warnings(cfg)
     out += addon_warnings(cfg)
     return out

@@ -170,8 +170,11 @@ def test_every_node_pool_and_bucket_carries_cost_allocation_labels() -> None:
     from raytpu.plan.engine import run_program
 
     raw = raw_config(
-        raytpu_slices=[{"name": "shared", "tpu": "v5litepod-16"},
-                       {"name": "solo", "tpu": "v5litepod-4"}],
+        # Elastic: teams hold quota only where the shared RayCluster leaves pools.
+        raytpu_slices=[{"name": "shared", "tpu": "v5litepod-16",
+                        "autoscaling": {"min": 0, "max": 3}},
+                       {"name": "solo", "tpu": "v5litepod-4",
+                        "autoscaling": {"min": 0, "max": 2}}],
         raytpu_teams=[
             {"name": "team-a", "members": ["group:a@example.com"],
              "quota": {"shared": 1, "solo": 1}},
@@ -181,7 +184,7 @@ def test_every_node_pool_and_bucket_carries_cost_allocation_labels() -> None:
     plan = run_program("test", raw)
     pools = {r.inputs["name"]: r.inputs["nodeConfig"]["resourceLabels"]
              for r in plan.by_type(NODE_POOL)}
-    assert set(pools) == {"system", "shared-0", "solo"}
+    assert set(pools) == {"system", "shared-0", "shared-1", "shared-2", "solo"}
     for labels in pools.values():
         assert labels["stack"] == "test"
     assert pools["shared-0"]["slice-group"] == "shared" and "team" not in pools["shared-0"]

@@ -32,9 +32,10 @@ kubernetes = pytest.importorskip("kubernetes")
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
 SLICES = [
     {"name": "pod16", "tpu": "v5litepod-16", "count": 2},           # 2 slices x 4 hosts
-    {"name": "single", "tpu": "v5litepod-4"},                      # 1 single-host slice
+    # 1 single-host slice for the shared RayCluster, 1 more for team-a's quota
+    {"name": "single", "tpu": "v5litepod-4", "autoscaling": {"min": 1, "max": 2}},
 ]
-TEAMS = [{"name": "team-a", "members": ["group:a@example.com"], "quota": {"pod16": 1}}]
+TEAMS = [{"name": "team-a", "members": ["group:a@example.com"], "quota": {"single": 1}}]
 BROKEN_POOL, BROKEN_REPLICA = "pod16-1", "1"
 
 

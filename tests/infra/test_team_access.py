@@ -37,7 +37,8 @@ def team_raw(teams: list[dict[str, Any]] = TEAMS, **cluster: Any) -> dict[str, A
     return raw_config(
         raytpu_cluster={"name": "raytpu-test", "deletionProtection": False,
                         "dataplaneV2": True, "securityGroup": GROUP, **cluster},
-        raytpu_slices=[{"name": "v5e-4", "tpu": "v5litepod-4", "count": 2}],
+        raytpu_slices=[{"name": "v5e-4", "tpu": "v5litepod-4",  # 1 shared + 1 per team
+                                       "autoscaling": {"min": 0, "max": 3}}],
         raytpu_teams=teams)
 
 

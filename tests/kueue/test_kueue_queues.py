@@ -32,9 +32,11 @@ CHART = "kubernetes:helm.sh/v4:Chart"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
 SLICES = [
-    {"name": "pod16", "tpu": "v5litepod-16", "count": 2},
+    # Elastic where teams hold quota: a fixed group's pools are all the shared RayCluster's.
+    {"name": "pod16", "tpu": "v5litepod-16", "autoscaling": {"min": 0, "max": 2}},
     {"name": "single", "tpu": "v5litepod-4", "autoscaling": {"min": 0, "max": 4}},
-    {"name": "pod16-spot", "tpu": "v5litepod-16", "spot": True},  # pod16's shape
+    {"name": "pod16-spot", "tpu": "v5litepod-16", "spot": True,  # pod16's shape
+     "autoscaling": {"min": 0, "max": 2}},
     {"name": "big", "tpu": "v5litepod-32"},  # no team uses it
 ]
 TEAMS = [
@@ -186,7 +188,7 @@ def test_kueue_runs_on_the_system_pool_and_never_waits_for_tpu_pools(plan: PlanR
     assert manager["manager"]["image"]["tag"] == "v0.19.2"
     tpu_pools = {p.urn for p in plan.by_type(NODE_POOL)
                  if p.inputs["nodeConfig"]["machineType"].startswith("ct")}
-    assert len(tpu_pools) == 5  # pod16 x2, single, pod16-spot, big
+    assert len(tpu_pools) == 6  # pod16 x2, single, pod16-spot x2, big
     waits = set(chart.options.get("dependsOn", []))
     kueue = [r for r in plan.resources if r.parent in ("kueue", "kueue-ns")]
     for r in [chart, *kueue]:
