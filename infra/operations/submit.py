@@ -86,9 +86,12 @@ def load_stack(stack: str, stacks_dir: Path) -> Any:
         raise BadFlags(e.problems) from None
 
 
-def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None) -> tuple[Any, int]:
+def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None, *,
+                   on_shared_cluster: bool = False) -> tuple[Any, int]:
     """The ``raytpu:slices`` entry (default the first) and the run's slice count (default
-    its count), checked against the entry. Raises :class:`BadFlags`."""
+    its count), checked against the entry's pools or, ``on_shared_cluster``, against the
+    slices the stack's RayCluster may hold of it (its pools less the teams' nominal quotas).
+    Raises :class:`BadFlags`."""
     groups = {s.name: s for s in cfg.slices}
     if slice_group is None:
         group = cfg.slices[0]
@@ -98,9 +101,18 @@ def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None) -> tup
         raise BadFlags([f"--slice-group: {slice_group!r} is not a slice of stack {cfg.stack!r}; "
                         f"valid: {', '.join(groups)}"])
     n_slices = group.initial_slices if slices is None else slices
-    if not 1 <= n_slices <= group.max_slices:
-        raise BadFlags([f"--slices: {n_slices} is outside 1..{group.max_slices} "
-                        f"(raytpu:slices entry {group.name!r})"])
+    most, why = group.max_slices, f"raytpu:slices entry {group.name!r}"
+    if on_shared_cluster:
+        from raytpu.program.ray_cluster_config import worker_groups
+
+        shared = next(g for g in worker_groups(cfg) if g.name == group.name).max_slices
+        if shared < most:  # a job asking for more would wait for pools the teams' quotas hold
+            most, why = shared, (
+                f"the shared RayCluster's maxReplicas for {group.name!r}: its "
+                f"{group.max_slices} pools less the teams' nominal quotas; more runs with "
+                "--team")
+    if not 1 <= n_slices <= most:
+        raise BadFlags([f"--slices: {n_slices} is outside 1..{most} ({why})"])
     return group, n_slices
 
 
@@ -125,13 +137,17 @@ def build_submission(
     trainer: dict[str, Any] | None = None,
     storage_path: str | None = None,
     command: Any = None,
+    on_shared_cluster: bool = True,
 ) -> Submission:
     """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`.
     ``storage_path``: where checkpoints go (default the stack's; a team's own for --team).
     ``command``: a user's :class:`raytpu.operations.own_code.Command`, run on every host by
-    the launcher instead of the bundled trainer (``trainer`` is then unused)."""
+    the launcher instead of the bundled trainer (``trainer`` is then unused).
+    ``on_shared_cluster``: the job runs on the stack's RayCluster (a team's RayJob brings its
+    own cluster, bounded by the team's quota instead)."""
     cfg = load_stack(stack, stacks_dir)
-    group, n_slices = slice_group_of(cfg, slice_group, slices)
+    group, n_slices = slice_group_of(cfg, slice_group, slices,
+                                     on_shared_cluster=on_shared_cluster)
     if max_failures < 0:
         raise BadFlags([f"--max-failures: {max_failures} must not be negative"])
     shape = group.shape

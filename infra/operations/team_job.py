@@ -196,7 +196,7 @@ def prepare_team_job(*, stack: str, stacks_dir: Any, team: str, slice_group: str
         stack=stack, stacks_dir=stacks_dir, slice_group=group,
         slices=1 if slices is None else slices, address="", run_name=run_name,
         max_failures=max_failures, trainer=trainer,
-        storage_path=team_checkpoint_uri(cfg, find_team(cfg, team)))
+        storage_path=team_checkpoint_uri(cfg, find_team(cfg, team)), on_shared_cluster=False)
     n = int(sub.metadata["slices"])
     check_fits(find_team(cfg, team), group, n)  # every flag checked before the image is read
     job_name(run_name)
@@ -225,7 +225,8 @@ def prepare_team_command(*, stack: str, stacks_dir: Any, team: str, slice_group:
     sub = build_submission(
         stack=stack, stacks_dir=stacks_dir, slice_group=group,
         slices=1 if slices is None else slices, address="", run_name=run_name,
-        max_failures=max_failures, storage_path=storage, command=command)
+        max_failures=max_failures, storage_path=storage, command=command,
+        on_shared_cluster=False)
     code = f"{storage}/{run_name}/code/{command.package.name}"
     env = runtime_env(command, base_env=dict(RUNTIME_ENV_VARS), working_dir=code)
     n = int(sub.metadata["slices"])

@@ -157,6 +157,22 @@ def test_submit_bad_flags(tmp_path: Path, args: list[str], needle: str) -> None:
     assert needle in err and "Traceback" not in err
 
 
+def test_submit_to_the_shared_cluster_is_bounded_by_its_max_replicas_not_the_pools() -> None:
+    """prod's v5e-16 has 6 pools, 4 held by the teams' quotas: the shared RayCluster's group
+    may hold 2, so a third slice would wait for pools only team jobs can use."""
+    prod = ["--stack", "prod", "--slice-group", "v5e-16", "--dry-run"]
+    code, out, err = _run("submit", *prod, "--slices", "2")
+    assert code == 0, err
+    assert json.loads(out)["metadata"]["slices"] == "2"
+    code, _, err = _run("submit", *prod, "--slices", "3")
+    assert code == 2
+    assert ("--slices: 3 is outside 1..2 (the shared RayCluster's maxReplicas for 'v5e-16': "
+            "its 6 pools less the teams' nominal quotas; more runs with --team)") in err
+    # A team's RayJob brings its own cluster: its quota and borrowing bound it (vision 2 + 2).
+    code, out, err = _run("submit", *prod, "--team", "vision", "--slices", "3")
+    assert code == 0, err
+
+
 def test_submit_reports_an_invalid_stack(tmp_path: Path) -> None:
     stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v9-16", "count": 1}])
     code, _, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run")
