@@ -11,7 +11,7 @@ data (:class:`Rehearsal`); :mod:`raytpu.rehearse.report` presents it.
 
 from __future__ import annotations
 
-import contextlib
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,12 +49,7 @@ from raytpu.rehearse.observe import (
     wait_settled,
 )
 from raytpu.rehearse.queues import QueueOutcome, declared_queues, read_queues
-from raytpu.rehearse.slice_affinity import (
-    HOOK_NAME,
-    SliceAffinity,
-    serve,
-    webhook_configuration,
-)
+from raytpu.rehearse.slice_affinity import webhook_configuration
 
 if TYPE_CHECKING:
     from raytpu.rehearse.build import Cache
@@ -162,17 +157,17 @@ def start_operator(cp: ControlPlane, cache: Cache, gates: list[str]) -> float:
         f"http://127.0.0.1:{probe}/readyz", timeout=2).status_code == 200)
 
 
-def num_of_hosts(api: Api, namespace: str, cluster: str, group: str) -> int:
-    """A worker group's ``numOfHosts``, read from its RayCluster as it is now (those the
-    stack declares and those KubeRay makes for RayJobs alike); 1 when it cannot be read."""
-    try:
-        rc = api.get("ray.io/v1", "RayCluster", cluster, namespace)
-    except ApiError:
-        return 1
-    for g in rc.get("spec", {}).get("workerGroupSpecs") or []:
-        if g.get("groupName") == group:
-            return int(g.get("numOfHosts", 1) or 1)
-    return 1
+def start_slice_affinity(cp: ControlPlane) -> tuple[float, int]:
+    """The slice-affinity hook as a control-plane process (kept with it by ``--keep``);
+    its seconds to ready and its port."""
+    port = free_port()
+    session = loopback_session(str(cp.pki.ca_cert))
+    process = cp.start("slice-affinity", [
+        sys.executable, "-m", "raytpu.rehearse.slice_affinity",
+        f"--kubeconfig={cp.kubeconfig()}", f"--port={port}",
+        f"--cert={cp.pki.serving_cert}", f"--key={cp.pki.serving_key}"])
+    return cp.wait_until(process, lambda: session.get(
+        f"https://127.0.0.1:{port}/healthz", timeout=2).text == "ok"), port
 
 
 @dataclass(frozen=True)
@@ -283,31 +278,22 @@ def rehearse(result: Declared, cache: Cache, *, crds: Path | None = None,
             kueue, timings["kueue"] = start_kueue(cp, cache, kueue_config, pods_ready_timeout)
             for hook in webhook_configurations(kueue, cp.pki.ca_cert.read_bytes()):
                 api.apply(hook)
-        hook_api = Api.connect(cp.server, str(cp.pki.ca_cert), cp.admin.token)
-        server, port = serve(SliceAffinity(lambda ns, c, g: num_of_hosts(hook_api, ns, c, g)),
-                             str(cp.pki.serving_cert), str(cp.pki.serving_key))
-        try:
-            api.apply(webhook_configuration(port, cp.pki.ca_cert.read_bytes()))
-            t = time.monotonic()
-            outcomes = _apply_all(api, objs)
-            timings["apply"] = time.monotonic() - t
-            expected = expected_pods(
-                [obj for obj, o in zip(objs, outcomes, strict=True) if o.admitted]
-            ) if operator else []
-            raw, settled, timings["settle"] = wait_settled(api, expected, settle_timeout)
-            access = _access(cp, members, objs) if kueue_config is not None else []
-            if then is not None:
-                then(Live(cp, api, _member_kubeconfigs(cp, members)))
-                # What the team jobs added: every RayCluster as it is now.
-                expected = expected_pods(api.list_items("ray.io/v1", "RayCluster"))
-                raw, settled, timings["settle-after"] = wait_settled(api, expected,
-                                                                     settle_timeout)
-        finally:
-            if keep:  # the hook ends with this process: a kept cluster must not call it
-                with contextlib.suppress(ApiError):
-                    api.delete("admissionregistration.k8s.io/v1",
-                               "MutatingWebhookConfiguration", HOOK_NAME)
-            server.shutdown()
+        timings["slice-affinity"], port = start_slice_affinity(cp)
+        api.apply(webhook_configuration(port, cp.pki.ca_cert.read_bytes()))
+        t = time.monotonic()
+        outcomes = _apply_all(api, objs)
+        timings["apply"] = time.monotonic() - t
+        expected = expected_pods(
+            [obj for obj, o in zip(objs, outcomes, strict=True) if o.admitted]
+        ) if operator else []
+        raw, settled, timings["settle"] = wait_settled(api, expected, settle_timeout)
+        access = _access(cp, members, objs) if kueue_config is not None else []
+        if then is not None:
+            then(Live(cp, api, _member_kubeconfigs(cp, members)))
+            # What the team jobs added: every RayCluster as it is now.
+            expected = expected_pods(api.list_items("ray.io/v1", "RayCluster"))
+            raw, settled, timings["settle-after"] = wait_settled(api, expected,
+                                                                 settle_timeout)
         cp.check_running()
         queues = (read_queues(api, declared_queues(objs))
                   if kueue_config is not None else [])

@@ -14,21 +14,26 @@ multi-host pool is one slice). Nothing else of the webhook (``TPU_WORKER_*`` env
 hostnames) is emulated; the rehearsal says so.
 
 The API server calls it at ``https://127.0.0.1:<port>`` with the control plane's CA, as
-envtest does for webhooks without a Service; ``failurePolicy: Fail``, as the chart's.
+envtest does for webhooks without a Service; ``failurePolicy: Fail``, as the chart's. It runs
+as one of the control plane's processes (``python -m raytpu.rehearse.slice_affinity``), so a
+kept rehearsal (``--keep``) keeps placing slices after the command has ended.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import json
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from raytpu.facts.names import NODEPOOL_LABEL
+from raytpu.rehearse.api import Api, ApiError
 
 REPLICA_LABEL = "replicaIndex"
 HOOK_NAME = "slice-affinity.rehearsal.raytpu.dev"
@@ -116,10 +121,31 @@ class SliceAffinity:
                 "response": response}
 
 
-def serve(hook: SliceAffinity, cert: str, key: str) -> tuple[ThreadingHTTPServer, int]:
-    """The hook on a free loopback port, TLS with the given certificate, in a thread."""
+def num_of_hosts(api: Api, namespace: str, cluster: str, group: str) -> int:
+    """A worker group's ``numOfHosts``, read from its RayCluster as it is now (those the
+    stack declares and those KubeRay makes for RayJobs alike); 1 when it cannot be read."""
+    try:
+        rc = api.get("ray.io/v1", "RayCluster", cluster, namespace)
+    except ApiError:
+        return 1
+    for g in rc.get("spec", {}).get("workerGroupSpecs") or []:
+        if g.get("groupName") == group:
+            return int(g.get("numOfHosts", 1) or 1)
+    return 1
+
+
+def hook_server(hook: SliceAffinity, cert: str, key: str, port: int = 0
+                ) -> ThreadingHTTPServer:
+    """The hook bound to loopback ``port`` (0: a free one), TLS with the given certificate;
+    ``GET /healthz`` answers ``ok`` once it serves."""
 
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            ok = self.path == "/healthz"
+            self.send_response(200 if ok else 404)
+            self.end_headers()
+            self.wfile.write(b"ok" if ok else b"")
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             try:
@@ -136,12 +162,36 @@ def serve(hook: SliceAffinity, cert: str, key: str) -> tuple[ThreadingHTTPServer
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
+    return server
+
+
+def serve(hook: SliceAffinity, cert: str, key: str) -> tuple[ThreadingHTTPServer, int]:
+    """The hook on a free loopback port, in a thread of this process (for tests)."""
+    server = hook_server(hook, cert, key)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The hook as a process of the control plane: it reads RayClusters with the admin
+    kubeconfig and serves until it is stopped with the control plane."""
+    import yaml
+
+    parser = argparse.ArgumentParser(prog="python -m raytpu.rehearse.slice_affinity")
+    parser.add_argument("--kubeconfig", type=Path, required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    args = parser.parse_args(argv)
+    kc = yaml.safe_load(args.kubeconfig.read_text())
+    cluster, user = kc["clusters"][0]["cluster"], kc["users"][0]["user"]
+    api = Api.connect(cluster["server"], cluster["certificate-authority"], user["token"])
+    hook = SliceAffinity(lambda ns, c, g: num_of_hosts(api, ns, c, g))
+    hook_server(hook, args.cert, args.key, args.port).serve_forever()
 
 
 def webhook_configuration(port: int, ca_pem: bytes) -> dict[str, Any]:
@@ -158,3 +208,7 @@ def webhook_configuration(port: int, ca_pem: bytes) -> dict[str, Any]:
                        "resources": ["pods"], "scope": "Namespaced"}],
         }],
     }
+
+
+if __name__ == "__main__":
+    main()

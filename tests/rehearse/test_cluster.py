@@ -4,6 +4,7 @@ ways it must fail. Needs ``raytpu rehearse --build``; skips without it (conftest
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from raytpu.rehearse.build import Cache
 from raytpu.rehearse.control_plane import running, stop_kept
 from raytpu.rehearse.report import render, to_dict
 from raytpu.rehearse.run import Rehearsal, rehearse
-from raytpu.rehearse.slice_affinity import HOOK_NAME
+from raytpu.rehearse.slice_affinity import HOOK_NAME, REPLICA_LABEL
 from typer.testing import CliRunner
 
 Edit = Callable[[list[dict[str, Any]], list[dict[str, Any]]], None]
@@ -155,10 +156,26 @@ def test_kept_rehearsal_answers_on_its_kubeconfig_until_stopped(
                           kc["users"][0]["user"]["token"])
         names = {n["metadata"]["name"] for n in api.list_items("v1", "Namespace")}
         assert "ray" in names
-        # The slice-affinity hook ended with the run: a kept cluster must not call it.
+        # The slice-affinity hook outlives the command with the kept cluster: a worker pod
+        # of a 2-host group created now still gets its replica and pool affinity.
         hooks = api.list_items("admissionregistration.k8s.io/v1",
                                "MutatingWebhookConfiguration")
-        assert not [h for h in hooks if h["metadata"]["name"] == HOOK_NAME]
+        assert [h for h in hooks if h["metadata"]["name"] == HOOK_NAME]
+        (rc,) = api.list_items("ray.io/v1", "RayCluster", "ray")
+        spec = copy.deepcopy(rc["spec"])
+        worker = spec["workerGroupSpecs"][0]
+        worker.update(numOfHosts=2, replicas=0, minReplicas=0)
+        api.create({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                    "metadata": {"name": "probe", "namespace": "ray"}, "spec": spec})
+        labels = {"ray.io/node-type": "worker", "ray.io/cluster": "probe",
+                  "ray.io/group": worker["groupName"]}
+        pod = api.create({"apiVersion": "v1", "kind": "Pod",
+                          "metadata": {"name": "probe-worker", "namespace": "ray",
+                                       "labels": labels},
+                          "spec": worker["template"]["spec"]}, dry_run=True)
+        assert pod["metadata"]["labels"][REPLICA_LABEL] == f"ray.probe.{worker['groupName']}.0"
+        assert pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnored"
+                                                      "DuringExecution"]
     finally:
         pids = [int(p) for p in (folder / "pids").read_text().split()]
         result = CliRunner().invoke(app, ["rehearse", "--stop", r.kubeconfig])
@@ -172,7 +189,7 @@ def test_kept_rehearsal_answers_on_its_kubeconfig_until_stopped(
 def test_unkept_rehearsal_leaves_nothing_behind(run: Callable[..., Rehearsal]) -> None:
     r = run("dev")
     assert r.folder and not Path(r.folder).exists()
-    assert len(r.pids) == 6  # etcd, apiserver, KCM, scheduler, KWOK, ray-operator
+    assert len(r.pids) == 7  # etcd, apiserver, KCM, scheduler, KWOK, slice hook, ray-operator
     assert not [pid for pid in r.pids if running(pid)]
 
 
