@@ -169,13 +169,6 @@ def hook_server(hook: SliceAffinity, cert: str, key: str, port: int = 0
     return server
 
 
-def serve(hook: SliceAffinity, cert: str, key: str) -> tuple[ThreadingHTTPServer, int]:
-    """The hook on a free loopback port, in a thread of this process (for tests)."""
-    server = hook_server(hook, cert, key)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, server.server_address[1]
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """The hook as a process of the control plane: it reads RayClusters with the admin
     kubeconfig and serves until it is stopped with the control plane."""
