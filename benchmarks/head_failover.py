@@ -6,9 +6,11 @@ fault tolerance, measured in one run on the same machine.
 Each round runs :func:`raytpu.workloads.head_failover.rehearse_head_failover` twice on a
 fresh simulated 2-host v4-16 slice: with the GCS in a real Redis (the hosts' raylets
 reconnect to the new head) and without (the hosts' raylets give up and new nodes start).
-Both then resubmit the run, which resumes from its last checkpoint. Printed: each time,
-the head restart alone, and the ratio with/without (target: at most 0.5, and under 20 s
-with GCS FT). On a shared 2-core machine single runs vary widely: compare within a run.
+Both resubmit the run once the new head is up (the hosts come back meanwhile), and it
+resumes from its last checkpoint. Printed: each time, the head back with all hosts (which
+overlaps the resubmitted driver's start), and the ratio with/without (target: at most
+0.5, and under 20 s with GCS FT). On a shared 2-core machine single runs vary widely:
+compare within a run.
 """
 
 from __future__ import annotations

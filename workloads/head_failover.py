@@ -37,8 +37,10 @@ from .gcs_redis import GcsRedis, redis_server
 from .launcher import HOLDING
 from .local_cluster import LocalClusterError, LocalSlices, SimHost
 from .processes import kill_group, kill_pids, marked, psutil_module, wait_group_gone, wait_pids_gone
+from .scaling import SCALE_UP_TIMEOUT_S
 
 DRIVER_TIMEOUT_S = 300.0
+WAIT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 RAYLET_EXIT_TIMEOUT_S = 90.0  # without GCS FT: Ray's own reconnect timeout is 60 s
 
 
@@ -151,8 +153,12 @@ def rehearse_head_failover(
     root = scratch or Path(tempfile.mkdtemp(prefix="rtpu-hf-"))
     train = ["--tpu", tpu, "--steps", str(steps), "--checkpoint-every", str(checkpoint_every),
              "--storage-path", str(root / "ckpt"), "--run-name", "head-failover"]
+    # As a stack's job gets it (its runtime env): without GCS FT the resubmitted run's
+    # controller waits longer than Ray Train's default 60 s for the restarted hosts.
+    wait_env = {WAIT_ENV: str(SCALE_UP_TIMEOUT_S)}
     with _maybe_redis(root, gcs_ft) as gcs, RestartableHead(
-            slice_shape(tpu), scratch=root / "c", connect_driver=False, gcs_redis=gcs
+            slice_shape(tpu), scratch=root / "c", connect_driver=False, gcs_redis=gcs,
+            extra_env=wait_env,
     ) as cluster:
         ids_before, raylets_before = _hosts(cluster)
         first, again = root / "metrics-1.jsonl", root / "metrics-2.jsonl"
@@ -174,14 +180,18 @@ def rehearse_head_failover(
         driver.wait(timeout=30)
         started = time.monotonic()
         cluster.restart_head()
+        # Resubmitted once the head is back, as a submitter does (it talks to the head only):
+        # the run's controller waits for its slice's placement group, so the hosts
+        # reconnecting (without GCS FT: being restarted) overlap the driver's start.
+        driver = _driver(cluster, train, again, root / "driver-2.log")
         if gcs is None:
             _restart_hosts(cluster)
         cluster.wait_for_hosts(len(cluster.hosts))
         head_restart_s = time.monotonic() - started
-        ids_after, raylets_after = _hosts(cluster)
-        driver = _driver(cluster, train, again, root / "driver-2.log")
         if driver.wait(timeout=DRIVER_TIMEOUT_S) != 0:
             raise LocalClusterError(f"the resubmitted run failed; see {root / 'driver-2.log'}")
+        # After the resumed run, not before it: the same nodes carried it to its end.
+        ids_after, raylets_after = _hosts(cluster)
     resumed = _steps(again)
     report = HeadFailoverReport(
         gcs_fault_tolerance=gcs_ft, steps=steps, kill_at_step=kill_at_step,
