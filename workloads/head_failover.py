@@ -33,7 +33,7 @@ from typing import Any
 
 from raytpu.facts.catalog import slice_shape
 
-from .gcs_redis import GcsRedis, redis_server
+from .gcs_redis import GcsRedis, redis_server, tls_front
 from .launcher import HOLDING
 from .local_cluster import LocalClusterError, LocalSlices, SimHost
 from .processes import kill_group, kill_pids, marked, psutil_module, wait_group_gone, wait_pids_gone
@@ -116,7 +116,8 @@ def _raylet(cluster: RestartableHead, name: str) -> int:
     return -1
 
 
-def _hosts(cluster: RestartableHead) -> tuple[dict[str, str], dict[str, int]]:
+def host_nodes(cluster: RestartableHead) -> tuple[dict[str, str], dict[str, int]]:
+    """Each live host's Ray node id and raylet pid, by host name."""
     names = {h.name for h in cluster.hosts}
     ids = {str(n["name"]): str(n["node_id"]) for n in cluster.nodes()
            if n["alive"] and n["name"] in names}
@@ -143,10 +144,11 @@ def _driver(cluster: LocalSlices, args: list[str], metrics: Path, log: Path
 
 def rehearse_head_failover(
     *, gcs_ft: bool = True, tpu: str = "v4-16", steps: int = 10, checkpoint_every: int = 3,
-    kill_at_step: int = 5, scratch: Path | None = None,
+    kill_at_step: int = 5, scratch: Path | None = None, tls: bool = False,
 ) -> HeadFailoverReport:
     """Train on one simulated slice, kill the head after ``kill_at_step``, restart it,
-    resubmit the run; return what happened to the hosts and the steps."""
+    resubmit the run; return what happened to the hosts and the steps. ``tls``: the GCS
+    reaches Redis at a ``rediss://`` address through :func:`tls_front`."""
     if not 0 < checkpoint_every <= kill_at_step < steps:
         raise ValueError(f"need 0 < checkpoint_every ({checkpoint_every}) <= kill_at_step "
                          f"({kill_at_step}) < steps ({steps})")
@@ -156,11 +158,11 @@ def rehearse_head_failover(
     # As a stack's job gets it (its runtime env): without GCS FT the resubmitted run's
     # controller waits longer than Ray Train's default 60 s for the restarted hosts.
     wait_env = {WAIT_ENV: str(SCALE_UP_TIMEOUT_S)}
-    with _maybe_redis(root, gcs_ft) as gcs, RestartableHead(
+    with gcs_store(root, gcs_ft, tls=tls) as gcs, RestartableHead(
             slice_shape(tpu), scratch=root / "c", connect_driver=False, gcs_redis=gcs,
             extra_env=wait_env,
     ) as cluster:
-        ids_before, raylets_before = _hosts(cluster)
+        ids_before, raylets_before = host_nodes(cluster)
         first, again = root / "metrics-1.jsonl", root / "metrics-2.jsonl"
         # The hosts hold after step K once its checkpoints are registered (the launcher
         # says so), so the steps the resubmitted run redoes do not depend on timing.
@@ -191,7 +193,7 @@ def rehearse_head_failover(
         if driver.wait(timeout=DRIVER_TIMEOUT_S) != 0:
             raise LocalClusterError(f"the resubmitted run failed; see {root / 'driver-2.log'}")
         # After the resumed run, not before it: the same nodes carried it to its end.
-        ids_after, raylets_after = _hosts(cluster)
+        ids_after, raylets_after = host_nodes(cluster)
     resumed = _steps(again)
     report = HeadFailoverReport(
         gcs_fault_tolerance=gcs_ft, steps=steps, kill_at_step=kill_at_step,
@@ -210,12 +212,18 @@ def rehearse_head_failover(
 
 
 @contextmanager
-def _maybe_redis(root: Path, on: bool) -> Iterator[GcsRedis | None]:
+def gcs_store(root: Path, on: bool, *, tls: bool = False) -> Iterator[GcsRedis | None]:
+    """A real Redis for the GCS (None: GCS fault tolerance off); ``tls``: reached through
+    :func:`tls_front` at a ``rediss://`` address with its CA, as prod reaches Memorystore."""
     if not on:
         yield None
         return
     with redis_server(root) as (address, password):
-        yield GcsRedis(address=address, password=password)
+        if not tls:
+            yield GcsRedis(address=address, password=password)
+            return
+        with tls_front(address, root) as front:
+            yield GcsRedis(address=front.address, password=password, ca_cert=front.ca_file)
 
 
 def _restart_hosts(cluster: RestartableHead) -> None:
@@ -237,9 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m raytpu.workloads.head_failover",
                                      description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--no-gcs-ft", action="store_true", help="the head without Redis")
+    parser.add_argument("--tls", action="store_true",
+                        help="reach Redis through TLS (rediss:// and its CA), as Memorystore")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report = rehearse_head_failover(gcs_ft=not args.no_gcs_ft)
+    report = rehearse_head_failover(gcs_ft=not args.no_gcs_ft, tls=args.tls)
     out = report.to_dict()
     if args.json:
         print(json.dumps(out, indent=2))
