@@ -113,24 +113,71 @@ def nominal_slices(cfg: StackConfig) -> dict[str, int]:
     return out
 
 
+def job_slices(cfg: StackConfig) -> dict[str, int]:
+    """Per slice group: the slices the ``raytpu:jobs`` RayJobs' own RayClusters hold, each at
+    its slices (they may all run at once)."""
+    groups = {s.name: s for s in cfg.slices}
+    out: dict[str, int] = {}
+    for job in cfg.jobs:
+        if job.slice_group in groups:  # else job_problems says so
+            n = job.slices or groups[job.slice_group].initial_slices
+            out[job.slice_group] = out.get(job.slice_group, 0) + n
+    return out
+
+
 def shared_max_slices(cfg: StackConfig, s: SliceGroupConfig) -> int:
     """Slices of group ``s`` the stack's shared RayCluster may hold: its node pools less what
-    the teams' nominal quotas add up to. Kueue admits by quota alone and cannot count the
-    shared cluster's slices, so the pools are split: the teams' nominal slices (borrowing
-    only moves nominal quota between them, within the cohort) and the shared cluster's rest
-    never exceed the pools together (the double booking :func:`capacity_problems` refuses)."""
-    return s.max_slices - nominal_slices(cfg).get(s.name, 0)
+    the teams' nominal quotas and the ``raytpu:jobs`` clusters hold. Kueue admits by quota
+    alone and cannot count the shared cluster's slices (nor the jobs', which are not
+    queued), so the pools are split: the teams' nominal slices (borrowing only moves nominal
+    quota between them, within the cohort), the jobs' and the shared cluster's rest never
+    exceed the pools together (the double booking :func:`capacity_problems` refuses)."""
+    return s.max_slices - nominal_slices(cfg).get(s.name, 0) - job_slices(cfg).get(s.name, 0)
+
+
+def _job_problems(cfg: StackConfig) -> list[str]:
+    """``raytpu:jobs`` on a fixed group, or more than an elastic group's pools leave."""
+    out: list[str] = []
+    index = {s.name: i for i, s in enumerate(cfg.slices)}
+    nominal, jobs = nominal_slices(cfg), job_slices(cfg)
+    crowded: set[str] = set()  # an elastic group over its pools is said once, at its first job
+    for j, job in enumerate(cfg.jobs):
+        if job.slice_group not in index or job.slice_group in crowded:
+            continue
+        i = index[job.slice_group]
+        s = cfg.slices[i]
+        reserved = nominal.get(s.name, 0) + jobs[s.name]
+        if not s.autoscaling:
+            out.append(
+                f"raytpu:jobs[{j}].sliceGroup: {s.name!r} is a fixed group "
+                f"(raytpu:slices[{i}].count: {s.count}, no autoscaling): the shared "
+                f"RayCluster (raytpu:ray) always holds all its {s.max_slices} node pool(s), "
+                "so the job's own RayCluster would wait for them forever. Make the group "
+                f"elastic (raytpu:slices[{i}].autoscaling: {{min: 0, max: "
+                f"{reserved + s.count}}})")
+        elif s.initial_slices > s.max_slices - reserved or s.max_slices - reserved < 1:
+            crowded.add(s.name)
+            out.append(
+                f"raytpu:jobs[{j}].slices: the raytpu:jobs clusters on {s.name!r} hold "
+                f"{jobs[s.name]} slice(s) and the teams' nominal quotas "
+                f"{nominal.get(s.name, 0)}, with the {s.initial_slices} the shared RayCluster "
+                f"starts with more than the group's {s.max_slices} node pools "
+                f"(raytpu:slices[{i}].autoscaling.max): a job's cluster could find no pool "
+                f"free. Raise autoscaling.max to at least "
+                f"{reserved + max(s.initial_slices, 1)}")
+    return out
 
 
 def capacity_problems(cfg: StackConfig) -> list[str]:
-    """Slice groups whose pools cannot hold both the teams' nominal quotas and what the shared
-    RayCluster holds, each with the key, its value and the pools' capacity."""
-    out: list[str] = []
+    """Slice groups whose pools cannot hold the teams' nominal quotas, the ``raytpu:jobs``
+    clusters and what the shared RayCluster holds, each with the key, its value and the
+    pools' capacity."""
+    out: list[str] = _job_problems(cfg)
     nominal = nominal_slices(cfg)
     for i, s in enumerate(cfg.slices):
         total = nominal.get(s.name, 0)
-        if not total:
-            continue
+        if not total or job_slices(cfg).get(s.name):
+            continue  # with jobs on the group too, _job_problems has the numbers
         owners = ", ".join(f"{t.name} {t.quota[s.name]}" for t in cfg.teams
                            if t.quota.get(s.name))
         head = (f"raytpu:teams: nominal quotas on slice group {s.name!r} add up to {total} "

@@ -90,7 +90,8 @@ def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None, *,
                    on_shared_cluster: bool = False) -> tuple[Any, int]:
     """The ``raytpu:slices`` entry (default the first) and the run's slice count (default
     its count), checked against the entry's pools or, ``on_shared_cluster``, against the
-    slices the stack's RayCluster may hold of it (its pools less the teams' nominal quotas).
+    slices the stack's RayCluster may hold of it (its pools less the teams' nominal quotas
+    and the ``raytpu:jobs`` clusters).
     Raises :class:`BadFlags`."""
     groups = {s.name: s for s in cfg.slices}
     if slice_group is None:
@@ -106,11 +107,11 @@ def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None, *,
         from raytpu.program.ray_cluster_config import worker_groups
 
         shared = next(g for g in worker_groups(cfg) if g.name == group.name).max_slices
-        if shared < most:  # a job asking for more would wait for pools the teams' quotas hold
+        if shared < most:  # a job asking for more would wait for pools others hold
             most, why = shared, (
                 f"the shared RayCluster's maxReplicas for {group.name!r}: its "
-                f"{group.max_slices} pools less the teams' nominal quotas; more runs with "
-                "--team")
+                f"{group.max_slices} pools less the teams' nominal quotas and the "
+                "raytpu:jobs clusters; more runs with --team")
     if not 1 <= n_slices <= most:
         raise BadFlags([f"--slices: {n_slices} is outside 1..{most} ({why})"])
     return group, n_slices

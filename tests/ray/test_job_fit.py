@@ -28,7 +28,13 @@ JOBS = [
     {"name": "small", "sliceGroup": "pod16", "slices": 2, "train": SMALL},
     {"name": "huge", "sliceGroup": "single8", "train": HUGE},
 ]
-RAW = {**SAMPLES["v5e-elastic"], "raytpu:jobs": JOBS}  # zone us-west4-a: v5e only
+# The jobs' clusters hold slices outside the shared RayCluster: their groups are elastic,
+# with pools for both (a fixed group's are all the shared cluster's), and pod16 leaves the
+# shared cluster the 2 slices `submit` sizes the same run on.
+JOB_SLICES = [{"name": "pod16", "tpu": "v5litepod-16", "autoscaling": {"min": 0, "max": 4}},
+              {"name": "single8", "tpu": "v5litepod-8", "autoscaling": {"min": 0, "max": 2}}]
+# zone us-west4-a: v5e only
+RAW = {**SAMPLES["v5e-elastic"], "raytpu:slices": JOB_SLICES, "raytpu:jobs": JOBS}
 IMAGE = "us-west4-docker.pkg.dev/acme-ml/raytpu/raytpu@sha256:" + "ab" * 32
 SNAKE = {"nLayers": "n_layers", "dModel": "d_model", "nHeads": "n_heads",
          "batchPerHost": "batch_per_host", "seqLen": "seq_len"}

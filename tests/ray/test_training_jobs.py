@@ -34,7 +34,11 @@ JOBS = [
      "ttlSecondsAfterFinished": 300, "activeDeadlineSeconds": 3600, "backoffLimit": 2,
      "train": {"steps": 20, "runName": "eval-run", "compile": False, "lr": 1}},
 ]
-RAW = {**SAMPLES["v5e-elastic"], "raytpu:jobs": JOBS}
+# The jobs' clusters hold slices outside the shared RayCluster: their groups are elastic,
+# with pools for both (a fixed group's are all the shared cluster's).
+JOB_SLICES = [{"name": "pod16", "tpu": "v5litepod-16", "autoscaling": {"min": 0, "max": 3}},
+              {"name": "single8", "tpu": "v5litepod-8", "autoscaling": {"min": 0, "max": 2}}]
+RAW = {**SAMPLES["v5e-elastic"], "raytpu:slices": JOB_SLICES, "raytpu:jobs": JOBS}
 # The trainer image as the stack passes it once built: by digest.
 IMAGE = "us-west4-docker.pkg.dev/acme-ml/raytpu/raytpu@sha256:" + "ab" * 32
 
@@ -226,6 +230,46 @@ def test_duplicate_job_names_refused() -> None:
     jobs = [{"name": "r", "sliceGroup": "pod16"}, {"name": "r", "sliceGroup": "single8"}]
     with pytest.raises(ConfigError, match=r"raytpu:jobs\[1\].name: 'r' is used by another job"):
         parse_stack_config("dev", {**SAMPLES["v5e-elastic"], "raytpu:jobs": jobs})
+
+
+def _problems(jobs: list[dict[str, Any]], slices: list[dict[str, Any]] | None = None,
+              teams: list[dict[str, Any]] | None = None) -> list[str]:
+    raw = {**SAMPLES["v5e-elastic"], "raytpu:jobs": jobs}
+    raw.update({"raytpu:slices": slices} if slices else {})
+    raw.update({"raytpu:teams": teams} if teams else {})
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("dev", raw)
+    return e.value.problems
+
+
+def test_a_job_on_a_fixed_group_is_refused() -> None:
+    """The shared RayCluster holds every pool of a fixed group: the job's own cluster would
+    wait for them forever."""
+    assert _problems([{"name": "eval", "sliceGroup": "single8"}]) == [
+        "raytpu:jobs[0].sliceGroup: 'single8' is a fixed group (raytpu:slices[1].count: 1, "
+        "no autoscaling): the shared RayCluster (raytpu:ray) always holds all its 1 node "
+        "pool(s), so the job's own RayCluster would wait for them forever. Make the group "
+        "elastic (raytpu:slices[1].autoscaling: {min: 0, max: 2})"]
+
+
+def test_jobs_teams_and_the_shared_cluster_beyond_the_pools_are_refused_once() -> None:
+    # pod16: 3 pools; the shared cluster starts with 1, two jobs of 1 and team-a's 1: 4.
+    jobs = [{"name": "a", "sliceGroup": "pod16"}, {"name": "b", "sliceGroup": "pod16"}]
+    teams = [{"name": "team-a", "members": ["user:a@example.com"], "quota": {"pod16": 1}}]
+    problems = _problems(jobs, slices=JOB_SLICES, teams=teams)
+    assert problems == [
+        "raytpu:jobs[0].slices: the raytpu:jobs clusters on 'pod16' hold 2 slice(s) and the "
+        "teams' nominal quotas 1, with the 1 the shared RayCluster starts with more than the "
+        "group's 3 node pools (raytpu:slices[0].autoscaling.max): a job's cluster could find "
+        "no pool free. Raise autoscaling.max to at least 4"]
+
+
+def test_the_shared_cluster_leaves_the_jobs_their_slices() -> None:
+    from raytpu.program.ray_cluster_config import worker_groups
+
+    cfg = parse_stack_config("dev", RAW)  # pretrain holds 2 of pod16's 3 pools, eval 1 of 2
+    shared = {g.name: g.max_slices for g in worker_groups(cfg)}
+    assert shared == {"pod16": 1, "single8": 1}
 
 
 def _cluster_spec(plan: PlanResult) -> RayClusterSpecArgs:

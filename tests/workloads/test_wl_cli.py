@@ -167,7 +167,8 @@ def test_submit_to_the_shared_cluster_is_bounded_by_its_max_replicas_not_the_poo
     code, _, err = _run("submit", *prod, "--slices", "3")
     assert code == 2
     assert ("--slices: 3 is outside 1..2 (the shared RayCluster's maxReplicas for 'v5e-16': "
-            "its 6 pools less the teams' nominal quotas; more runs with --team)") in err
+            "its 6 pools less the teams' nominal quotas and the raytpu:jobs clusters; more "
+            "runs with --team)") in err
     # A team's RayJob brings its own cluster: its quota and borrowing bound it (vision 2 + 2).
     code, out, err = _run("submit", *prod, "--team", "vision", "--slices", "3")
     assert code == 0, err

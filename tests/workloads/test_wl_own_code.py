@@ -153,7 +153,8 @@ def test_rays_own_limit_is_the_one_checked(
      "--slice-group: 'v5' is not a slice of stack 't'; valid: v4"),
     (["--working-dir", "{work}", "--slices", "3", "--", "python"],
      "--slices: 3 is outside 1..1 (the shared RayCluster's maxReplicas for 'v4': its 2 "
-     "pools less the teams' nominal quotas; more runs with --team)"),
+     "pools less the teams' nominal quotas and the raytpu:jobs clusters; more runs with "
+     "--team)"),
     (["--working-dir", "{work}", "--team", "speech", "--", "python"],
      "--team: 'speech' is not a team of stack 't'; valid: vision"),
     (["--working-dir", "{work}", "--team", "vision", "--slices", "2", "--", "python"],
