@@ -1,6 +1,7 @@
 """What a stack's teams derive from the whole stack (checkpoint locations, buckets, nominal
-quotas) and the checks no field type can make (:func:`team_problems`, with
-:func:`capacity_problems`), which
+quotas), how each slice group's pools are split between the teams' quotas, the
+``raytpu:jobs`` clusters and the shared RayCluster (:func:`shared_max_slices`), and the
+checks no field type can make (:func:`team_problems`, with :func:`capacity_problems`), which
 :func:`raytpu.config.validate.parse_stack_config` runs."""
 
 from __future__ import annotations
