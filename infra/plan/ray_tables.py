@@ -6,14 +6,18 @@ not from the config, so the table shows what would actually be applied.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from raytpu.components.ray_gcs_ft import RECONNECT_ENV
 from raytpu.components.ray_resources import RAYCLUSTER_TYPE, RAYJOB_TYPE
+from raytpu.config.team_rules import job_slices, nominal_slices
 from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
 from raytpu.plan.engine import PlannedResource, PlanResult
 from raytpu.plan.tables import PlanTable
 from raytpu.plan.values import shown
+
+if TYPE_CHECKING:
+    from raytpu.config.stack import StackConfig
 
 CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
@@ -64,7 +68,27 @@ def _container(template: dict[str, Any]) -> dict[str, Any]:
     return dict(containers[0])
 
 
-def raycluster_table(rc: PlannedResource) -> PlanTable:
+def split_notes(cfg: StackConfig, rc: PlannedResource) -> list[str]:
+    """Why a worker group's ``maxReplicas`` is less than its pools: the slices the teams'
+    nominal quotas and the ``raytpu:jobs`` clusters hold (the pool split of
+    :func:`raytpu.config.team_rules.shared_max_slices`)."""
+    nominal, jobs = nominal_slices(cfg), job_slices(cfg)
+    planned = {w.get("groupName"): w.get("maxReplicas")
+               for w in rc.inputs.get("spec", {}).get("workerGroupSpecs", [])}
+    out = []
+    for s in cfg.slices:
+        held = {"the teams' nominal quotas": nominal.get(s.name, 0),
+                "the raytpu:jobs clusters": jobs.get(s.name, 0)}
+        if s.name in planned and any(held.values()):
+            by = " and ".join(f"{who} {n}" for who, n in held.items() if n)
+            out.append(f"{s.name}: maxReplicas {shown(planned[s.name])} of its "
+                       f"{s.max_slices} pools; {by} hold the rest (Kueue cannot count this "
+                       "cluster's slices, so the pools are split)")
+    return out
+
+
+def raycluster_table(rc: PlannedResource, cfg: StackConfig | None = None) -> PlanTable:
+    """``cfg``: the stack's, for the stack's own RayCluster (its pool split notes)."""
     spec = rc.inputs.get("spec", {})
     meta = rc.inputs.get("metadata", {})
     autoscaling = "autoscaling v2" if spec.get("enableInTreeAutoscaling") else "fixed size"
@@ -87,7 +111,8 @@ def raycluster_table(rc: PlannedResource) -> PlanTable:
     title = (f"RayCluster {meta.get('namespace', '')}/{meta.get('name', rc.name)} "
              f"(Ray {spec.get('rayVersion', '?')}, {autoscaling})")
     return PlanTable(title, ["group", "slices min/count/max", "hosts per slice",
-                             "chips per host", "topology", "accelerator"], rows)
+                             "chips per host", "topology", "accelerator"], rows,
+                     split_notes(cfg, rc) if cfg is not None else [])
 
 
 def _ft_row(what: str, spec: dict[str, Any]) -> list[str]:
@@ -124,6 +149,6 @@ def gcs_ft_table(result: PlanResult) -> PlanTable | None:
 def ray_tables(result: PlanResult) -> list[PlanTable]:
     op = operator_table(result)
     ft = gcs_ft_table(result)
-    return (([op] if op else []) + [raycluster_table(rc)
+    return (([op] if op else []) + [raycluster_table(rc, result.config)
                                     for rc in result.by_type(RAYCLUSTER_TYPE)]
             + ([ft] if ft else []))

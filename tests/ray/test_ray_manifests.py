@@ -127,6 +127,18 @@ def test_plan_tables_show_operator_stack_and_groups(sample_plans: dict[str, Plan
     assert "waits for the add-on's RayCluster CRD" in addon
 
 
+def test_the_raycluster_table_says_why_a_group_holds_fewer_slices_than_its_pools() -> None:
+    from raytpu.plan.ray_tables import raycluster_table
+
+    prod = run_plan("prod")
+    (rc,) = prod.by_type("kubernetes:ray.io/v1:RayCluster")
+    table = raycluster_table(rc, prod.config)
+    assert table.notes == [
+        "v5e-16: maxReplicas 2 of its 6 pools; the teams' nominal quotas 4 hold the rest "
+        "(Kueue cannot count this cluster's slices, so the pools are split)"]
+    assert raycluster_table(rc).notes == []  # a RayJob's cluster: no split to explain
+
+
 def test_prod_operator_table_is_the_add_on_not_kueue() -> None:
     # Prod: GKE add-on mode with teams (the Kueue chart). The operator table lists only the
     # operator component's charts; the add-on row and its CRD-wait note are there, and the
