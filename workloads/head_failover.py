@@ -37,10 +37,9 @@ from .gcs_redis import GcsRedis, redis_server, tls_front
 from .launcher import HOLDING
 from .local_cluster import LocalClusterError, LocalSlices, SimHost
 from .processes import kill_group, kill_pids, marked, psutil_module, wait_group_gone, wait_pids_gone
-from .scaling import SCALE_UP_TIMEOUT_S
+from .scaling import RUNTIME_ENV_VARS, WORKER_GROUP_START_TIMEOUT_ENV
 
 DRIVER_TIMEOUT_S = 300.0
-WAIT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 RAYLET_EXIT_TIMEOUT_S = 90.0  # without GCS FT: Ray's own reconnect timeout is 60 s
 
 
@@ -157,7 +156,7 @@ def rehearse_head_failover(
              "--storage-path", str(root / "ckpt"), "--run-name", "head-failover"]
     # As a stack's job gets it (its runtime env): without GCS FT the resubmitted run's
     # controller waits longer than Ray Train's default 60 s for the restarted hosts.
-    wait_env = {WAIT_ENV: str(SCALE_UP_TIMEOUT_S)}
+    wait_env = {WORKER_GROUP_START_TIMEOUT_ENV: RUNTIME_ENV_VARS[WORKER_GROUP_START_TIMEOUT_ENV]}
     with gcs_store(root, gcs_ft, tls=tls) as gcs, RestartableHead(
             slice_shape(tpu), scratch=root / "c", connect_driver=False, gcs_redis=gcs,
             extra_env=wait_env,

@@ -32,12 +32,13 @@ from .config import TrainConfig
 # Cloud TPU VMs take minutes to come up from zero: Ray Train's default wait for its worker
 # group (60 s, RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S) would fail the run first.
 SCALE_UP_TIMEOUT_S = 1800
+WORKER_GROUP_START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 
 RUNTIME_ENV_VARS: dict[str, str] = {
     "PJRT_DEVICE": "TPU",
     "RAY_TRAIN_V2_ENABLED": "1",
     # Read by the Ray Train controller, an actor of the job: it sees the job's runtime env.
-    "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": str(SCALE_UP_TIMEOUT_S),
+    WORKER_GROUP_START_TIMEOUT_ENV: str(SCALE_UP_TIMEOUT_S),
 }
 """Environment of a training job on a stack's cluster (Job Submission API or RayJob)."""
 

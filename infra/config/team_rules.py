@@ -136,6 +136,13 @@ def shared_max_slices(cfg: StackConfig, s: SliceGroupConfig) -> int:
     return s.max_slices - nominal_slices(cfg).get(s.name, 0) - job_slices(cfg).get(s.name, 0)
 
 
+def _too_full(s: SliceGroupConfig, reserved: int) -> bool:
+    """Whether an elastic group's pools, less ``reserved`` slices held outside the shared
+    RayCluster, leave it fewer than it starts with (or none)."""
+    left = s.max_slices - reserved
+    return s.initial_slices > left or left < 1
+
+
 def _job_problems(cfg: StackConfig) -> list[str]:
     """``raytpu:jobs`` on a fixed group, or more than an elastic group's pools leave."""
     out: list[str] = []
@@ -156,7 +163,7 @@ def _job_problems(cfg: StackConfig) -> list[str]:
                 "so the job's own RayCluster would wait for them forever. Make the group "
                 f"elastic (raytpu:slices[{i}].autoscaling: {{min: 0, max: "
                 f"{reserved + s.count}}})")
-        elif s.initial_slices > s.max_slices - reserved or s.max_slices - reserved < 1:
+        elif _too_full(s, reserved):
             crowded.add(s.name)
             out.append(
                 f"raytpu:jobs[{j}].slices: the raytpu:jobs clusters on {s.name!r} hold "
@@ -174,10 +181,10 @@ def capacity_problems(cfg: StackConfig) -> list[str]:
     clusters and what the shared RayCluster holds, each with the key, its value and the
     pools' capacity."""
     out: list[str] = _job_problems(cfg)
-    nominal = nominal_slices(cfg)
+    nominal, jobs = nominal_slices(cfg), job_slices(cfg)
     for i, s in enumerate(cfg.slices):
         total = nominal.get(s.name, 0)
-        if not total or job_slices(cfg).get(s.name):
+        if not total or jobs.get(s.name):
             continue  # with jobs on the group too, _job_problems has the numbers
         owners = ", ".join(f"{t.name} {t.quota[s.name]}" for t in cfg.teams
                            if t.quota.get(s.name))
@@ -194,8 +201,7 @@ def capacity_problems(cfg: StackConfig) -> list[str]:
                 f"(raytpu:slices[{i}].autoscaling: {{min: 0, max: {total + s.count}}}), or "
                 "keep teams' quotas off it")
             continue
-        left = s.max_slices - total
-        if s.initial_slices > left or left < 1:
+        if _too_full(s, total):
             need = total + max(s.initial_slices, 1)
             out.append(
                 f"{head} and the shared RayCluster (raytpu:ray) starts with "
