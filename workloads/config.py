@@ -141,6 +141,9 @@ class LaunchOptions:
     command: tuple[str, ...] = ()
     """A user's command (after ``--``), run on every host instead of the bundled trainer;
     only the slice's shape of the :class:`TrainConfig` applies to it."""
+    resident: bool = False
+    """Train on per-host processes that outlive this driver (:mod:`raytpu.workloads.
+    resident`): a run resubmitted after a lost head resumes on them (``--resident``)."""
 
 
 # (flag, TrainConfig path, type): the launcher's command line, shared by `raytpu submit`
@@ -206,6 +209,8 @@ def to_argv(cfg: TrainConfig, opts: LaunchOptions) -> list[str]:
         argv += ["--slice-group", opts.slice_group]
     if opts.dry_run:
         argv.append("--dry-run")
+    if opts.resident:
+        argv.append("--resident")
     if opts.command:
         argv += ["--", *opts.command]
     return argv
@@ -237,7 +242,12 @@ def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
     parser.add_argument("--slice-group")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the Ray Train scaling as JSON; contact nothing")
+    parser.add_argument("--resident", action="store_true",
+                        help="train on per-host processes that outlive this driver")
     ns = vars(parser.parse_args(argv))
+    if ns["resident"] and (command or ns["framework"] == "jax"):
+        what = f"a command ({command[0]!r})" if command else "--framework jax"
+        parser.error(f"--resident runs the bundled torch trainer, not {what}")
     sections: dict[str, dict[str, Any]] = {"": {}, "model": {}, "optim": {}}
     for _, path, _ in _FLAGS:
         if ns[path] is not None:
@@ -255,5 +265,6 @@ def from_argv(argv: list[str]) -> tuple[TrainConfig, LaunchOptions]:
         slice_group=ns["slice_group"],
         dry_run=ns["dry_run"],
         command=tuple(command),
+        resident=ns["resident"],
     )
     return cfg, opts

@@ -46,7 +46,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _worker_info() -> dict[str, str]:
+def worker_info() -> dict[str, str]:
+    """Where this worker runs: its node's address, two free ports, its slice and host."""
     return {
         "ip": ray.util.get_node_ip_address(),
         "port": str(_free_port()),  # the gloo group's rendezvous (rank 0's)
@@ -56,8 +57,8 @@ def _worker_info() -> dict[str, str]:
     }
 
 
-def _setup_worker(env: dict[str, str], addr: str, port: int, rank: int, world: int,
-                  gloo: bool) -> None:
+def setup_worker(env: dict[str, str], addr: str, port: int, rank: int, world: int,
+                 gloo: bool) -> None:
     # The controller's values win over the pod's: a replaced slice changes them.
     os.environ.update(env)
     if not gloo:
@@ -72,7 +73,7 @@ def _setup_worker(env: dict[str, str], addr: str, port: int, rank: int, world: i
     )
 
 
-def _teardown_worker() -> None:
+def teardown_worker() -> None:
     import torch.distributed as dist
 
     if dist.is_initialized():
@@ -91,43 +92,51 @@ def _host_order(info: dict[str, str]) -> int:
     return int(info["worker_id"]) if info["worker_id"].isdigit() else 0
 
 
+def group_envs(infos: list[dict[str, str]], num_slices: int) -> list[dict[str, str]]:
+    """Each worker's environment, in rank order, from the workers' :func:`worker_info`:
+    the run's coordinator, its slice's hosts, a new attempt id and, for multislice, the
+    ``MEGASCALE_*`` variables."""
+    ids = slice_ids([info["slice"] for info in infos])
+    if len(set(ids)) != num_slices:
+        raise RuntimeError(
+            f"workers landed on {len(set(ids))} slice(s) "
+            f"({sorted({i['slice'] for i in infos})}), expected {num_slices}"
+        )
+    # Slice 0's worker 0 coordinates (as the TPU webhook would set it); if the TPU
+    # env is broken, the trainer's own check reports it, so any host of slice 0 does.
+    slice0 = [info for info, sid in zip(infos, ids, strict=True) if sid == 0]
+    first = next((i for i in slice0 if i["worker_id"] == "0"), slice0[0])
+    hosts = {sid: ",".join(i["ip"] for i in sorted(
+        (i for i, s in zip(infos, ids, strict=True) if s == sid), key=_host_order))
+        for sid in set(ids)}
+    common = {COORDINATOR_ENV: f"{first['ip']}:{first['coordinator_port']}",
+              ATTEMPT_ENV: str(time.time_ns())}
+    envs = []
+    for sid in ids:
+        env = dict(common, **{SLICE_HOSTS_ENV: hosts[sid]})
+        if num_slices > 1:
+            env.update(get_tpu_coordinator_env_vars(
+                first["ip"], num_slices, sid, str(Ports.MEGASCALE)))
+        envs.append(env)
+    return envs
+
+
 class _TpuGlooBackend(Backend):
     def on_start(self, worker_group: Any, backend_config: BackendConfig) -> None:
         assert isinstance(backend_config, TpuGlooConfig)
         n = len(worker_group)
-        infos = ray.get([worker_group.execute_single_async(i, _worker_info) for i in range(n)])
-        ids = slice_ids([info["slice"] for info in infos])
-        if len(set(ids)) != backend_config.num_slices:
-            raise RuntimeError(
-                f"workers landed on {len(set(ids))} slice(s) "
-                f"({sorted({i['slice'] for i in infos})}), expected {backend_config.num_slices}"
-            )
-        # Slice 0's worker 0 coordinates (as the TPU webhook would set it); if the TPU
-        # env is broken, the trainer's own check reports it, so any host of slice 0 does.
-        slice0 = [info for info, sid in zip(infos, ids, strict=True) if sid == 0]
-        first = next((i for i in slice0 if i["worker_id"] == "0"), slice0[0])
-        hosts = {sid: ",".join(i["ip"] for i in sorted(
-            (i for i, s in zip(infos, ids, strict=True) if s == sid), key=_host_order))
-            for sid in set(ids)}
-        common = {COORDINATOR_ENV: f"{first['ip']}:{first['coordinator_port']}",
-                  ATTEMPT_ENV: str(time.time_ns())}
-        futures = []
-        for rank, sid in enumerate(ids):
-            env = dict(common, **{SLICE_HOSTS_ENV: hosts[sid]})
-            if backend_config.num_slices > 1:
-                env.update(get_tpu_coordinator_env_vars(
-                    first["ip"], backend_config.num_slices, sid, str(Ports.MEGASCALE)))
-            futures.append(worker_group.execute_single_async(
-                rank, _setup_worker, env, infos[0]["ip"], int(infos[0]["port"]), rank, n,
-                backend_config.gloo))
-        ray.get(futures)
+        infos = ray.get([worker_group.execute_single_async(i, worker_info) for i in range(n)])
+        envs = group_envs(infos, backend_config.num_slices)
+        ray.get([worker_group.execute_single_async(
+            rank, setup_worker, env, infos[0]["ip"], int(infos[0]["port"]), rank, n,
+            backend_config.gloo) for rank, env in enumerate(envs)])
 
     def on_shutdown(self, worker_group: Any, backend_config: BackendConfig) -> None:
         assert isinstance(backend_config, TpuGlooConfig)
         if not backend_config.gloo:
             return
         # Best effort: after a lost host some workers are already gone.
-        refs = [worker_group.execute_single_async(i, _teardown_worker)
+        refs = [worker_group.execute_single_async(i, teardown_worker)
                 for i in range(len(worker_group))]
         ray.wait(refs, num_returns=len(refs), timeout=10)
 

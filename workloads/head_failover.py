@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,7 +35,7 @@ from typing import Any
 from raytpu.facts.catalog import slice_shape
 
 from .gcs_redis import GcsRedis, redis_server, tls_front
-from .launcher import HOLDING
+from .launcher import HOLDING, RESIDENT_HOSTS
 from .local_cluster import LocalClusterError, LocalSlices, SimHost
 from .processes import kill_group, kill_pids, marked, psutil_module, wait_group_gone, wait_pids_gone
 from .scaling import RUNTIME_ENV_VARS, WORKER_GROUP_START_TIMEOUT_ENV
@@ -86,6 +87,10 @@ class HeadFailoverReport:
     first_resumed_step: int | None
     head_kill_to_first_resumed_step_s: float | None
     head_restart_s: float
+    trainers_before: tuple[str, list[int]] | None
+    """With ``--resident``: how the first run got its hosts and their pids, from its log."""
+    trainers_after: tuple[str, list[int]] | None
+    """The same for the resubmitted run: ``taken over`` with the same pids, or ``started``."""
 
     @property
     def workers_kept(self) -> bool:
@@ -94,13 +99,19 @@ class HeadFailoverReport:
                 and self.raylets_before == self.raylets_after)
 
     @property
+    def trainers_kept(self) -> bool:
+        """The resubmitted run took over the first run's resident training processes."""
+        return (self.trainers_before is not None and self.trainers_after is not None
+                and self.trainers_after == ("taken over", self.trainers_before[1]))
+
+    @property
     def steps_lost(self) -> list[int]:
         seen = set(self.steps_first_run) | set(self.steps_resubmitted)
         return [s for s in range(1, self.steps + 1) if s not in seen]
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "workers_kept": self.workers_kept,
-                "steps_lost": self.steps_lost}
+                "trainers_kept": self.trainers_kept, "steps_lost": self.steps_lost}
 
 
 def _raylet(cluster: RestartableHead, name: str) -> int:
@@ -123,13 +134,23 @@ def host_nodes(cluster: RestartableHead) -> tuple[dict[str, str], dict[str, int]
     return dict(sorted(ids.items())), {name: _raylet(cluster, name) for name in sorted(names)}
 
 
-def _steps(path: Path) -> list[dict[str, Any]]:
+def resident_hosts(log: Path) -> tuple[str, list[int]] | None:
+    """The last ``resident hosts started|taken over: pids ...`` line of a driver's log."""
+    found = re.findall(rf"^{RESIDENT_HOSTS} (started|taken over): pids ([\d,]+)$",
+                       log.read_text(errors="replace") if log.exists() else "", re.M)
+    if not found:
+        return None
+    how, pids = found[-1]
+    return how, [int(p) for p in pids.split(",")]
+
+
+def step_records(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _driver(cluster: LocalSlices, args: list[str], metrics: Path, log: Path
+def start_driver(cluster: LocalSlices, args: list[str], metrics: Path, log: Path
             ) -> subprocess.Popen[bytes]:
     """The job's driver, on the head (marked as one of the head's processes)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TPU_"))}
@@ -144,16 +165,20 @@ def _driver(cluster: LocalSlices, args: list[str], metrics: Path, log: Path
 def rehearse_head_failover(
     *, gcs_ft: bool = True, tpu: str = "v4-16", steps: int = 10, checkpoint_every: int = 3,
     kill_at_step: int = 5, scratch: Path | None = None, tls: bool = False,
+    resident: bool = True,
 ) -> HeadFailoverReport:
     """Train on one simulated slice, kill the head after ``kill_at_step``, restart it,
     resubmit the run; return what happened to the hosts and the steps. ``tls``: the GCS
-    reaches Redis at a ``rediss://`` address through :func:`tls_front`."""
+    reaches Redis at a ``rediss://`` address through :func:`tls_front`. ``resident``: the
+    launcher's ``--resident`` hosts, which the resubmitted run takes over (else Ray Train's
+    workers, which die with the driver)."""
     if not 0 < checkpoint_every <= kill_at_step < steps:
         raise ValueError(f"need 0 < checkpoint_every ({checkpoint_every}) <= kill_at_step "
                          f"({kill_at_step}) < steps ({steps})")
     root = scratch or Path(tempfile.mkdtemp(prefix="rtpu-hf-"))
     train = ["--tpu", tpu, "--steps", str(steps), "--checkpoint-every", str(checkpoint_every),
-             "--storage-path", str(root / "ckpt"), "--run-name", "head-failover"]
+             "--storage-path", str(root / "ckpt"), "--run-name", "head-failover",
+             *(["--resident"] if resident else [])]
     # As a stack's job gets it (its runtime env): without GCS FT the resubmitted run's
     # controller waits longer than Ray Train's default 60 s for the restarted hosts.
     wait_env = {WORKER_GROUP_START_TIMEOUT_ENV: RUNTIME_ENV_VARS[WORKER_GROUP_START_TIMEOUT_ENV]}
@@ -166,7 +191,7 @@ def rehearse_head_failover(
         # The hosts hold after step K once its checkpoints are registered (the launcher
         # says so), so the steps the resubmitted run redoes do not depend on timing.
         log = root / "driver-1.log"
-        driver = _driver(cluster, [*train, "--fail-host-at-step", str(kill_at_step)],
+        driver = start_driver(cluster, [*train, "--fail-host-at-step", str(kill_at_step)],
                          first, log)
         deadline = time.monotonic() + DRIVER_TIMEOUT_S
         while f"{HOLDING} {kill_at_step} " not in (log.read_text() if log.exists() else ""):
@@ -184,7 +209,7 @@ def rehearse_head_failover(
         # Resubmitted once the head is back, as a submitter does (it talks to the head only):
         # the run's controller waits for its slice's placement group, so the hosts
         # reconnecting (without GCS FT: being restarted) overlap the driver's start.
-        driver = _driver(cluster, train, again, root / "driver-2.log")
+        driver = start_driver(cluster, train, again, root / "driver-2.log")
         if gcs is None:
             _restart_hosts(cluster)
         cluster.wait_for_hosts(len(cluster.hosts))
@@ -193,17 +218,18 @@ def rehearse_head_failover(
             raise LocalClusterError(f"the resubmitted run failed; see {root / 'driver-2.log'}")
         # After the resumed run, not before it: the same nodes carried it to its end.
         ids_after, raylets_after = host_nodes(cluster)
-    resumed = _steps(again)
+    resumed = step_records(again)
     report = HeadFailoverReport(
         gcs_fault_tolerance=gcs_ft, steps=steps, kill_at_step=kill_at_step,
         node_ids_before=ids_before, node_ids_after=ids_after,
         raylets_before=raylets_before, raylets_after=raylets_after,
-        steps_first_run=sorted({int(r["step"]) for r in _steps(first)}),
+        steps_first_run=sorted({int(r["step"]) for r in step_records(first)}),
         steps_resubmitted=[int(r["step"]) for r in resumed],
         first_resumed_step=int(resumed[0]["step"]) if resumed else None,
         head_kill_to_first_resumed_step_s=(float(resumed[0]["time"]) - killed_at
                                            if resumed else None),
         head_restart_s=head_restart_s,
+        trainers_before=resident_hosts(log), trainers_after=resident_hosts(root / "driver-2.log"),
     )
     if scratch is None:
         shutil.rmtree(root, ignore_errors=True)
@@ -246,14 +272,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-gcs-ft", action="store_true", help="the head without Redis")
     parser.add_argument("--tls", action="store_true",
                         help="reach Redis through TLS (rediss:// and its CA), as Memorystore")
+    parser.add_argument("--ray-train", action="store_true",
+                        help="Ray Train's workers (they die with the driver), not --resident")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report = rehearse_head_failover(gcs_ft=not args.no_gcs_ft, tls=args.tls)
+    report = rehearse_head_failover(gcs_ft=not args.no_gcs_ft, tls=args.tls,
+                                    resident=not args.ray_train)
     out = report.to_dict()
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"workers kept: {report.workers_kept}; steps lost: {report.steps_lost}; "
+        print(f"workers kept: {report.workers_kept}; trainers kept: {report.trainers_kept}; "
+              f"steps lost: {report.steps_lost}; "
               f"head kill -> first resumed step: {report.head_kill_to_first_resumed_step_s}")
     return 0
 

@@ -30,8 +30,9 @@ from .config import LaunchOptions, TrainConfig, from_argv
 from .gang import TpuGlooConfig as TpuGlooConfig
 from .gang import fit_on_slices
 from .gang import slice_ids as slice_ids
-from .metrics import MetricsSink, MetricsWriter, MfuBasis, ProgressFile
+from .metrics import MetricsSink, MetricsWriter, ProgressFile
 from .ray_hooks import RayHooks
+from .resident import NAMESPACE, HostsCallback, fit_resident
 from .scaling import TrainScaling
 
 POLL_S = 0.5  # driver: drain the metrics sink this often
@@ -43,40 +44,12 @@ PROGRESS_WRITE_S = 5.0
 
 def ray_train_loop(config: dict[str, Any]) -> None:
     """Ray Train entry point on each host."""
-    import torch.distributed as dist
+    from .trainer import train_host
 
-    from .parallel import SpmdDataParallel
-    from .tpu_env import TpuEnvError, check_host_indices, host_identity
-    from .trainer import HostPlace, make_parallelism, train
-
-    cfg = TrainConfig.from_dict(config["train"])
-    shape = cfg.shape()
     ctx = ray.train.get_context()
-    rank, world = ctx.get_world_rank(), ctx.get_world_size()
-    real_tpu = os.environ.get("PJRT_DEVICE", "").upper() == "TPU"
-    ident = host_identity(os.environ, shape, real_tpu=real_tpu, num_slices=cfg.slices)
-    if world != ident.num_hosts:
-        raise TpuEnvError(f"{world} Ray workers for {ident.num_hosts} TPU hosts")
-    par = make_parallelism(cfg.slices, fsdp=cfg.use_fsdp)
-    data_index = ident.data_index
-    if isinstance(par, SpmdDataParallel):
-        import torch_xla.runtime as xr
-
-        # The runtime's process index orders the global batch's shards: use it, not Ray's.
-        if xr.process_count() != ident.num_hosts:
-            raise TpuEnvError(
-                f"the TPU runtime sees {xr.process_count()} processes, the slice has "
-                f"{ident.num_hosts} hosts: check TPU_WORKER_HOSTNAMES"
-            )
-        data_index = xr.process_index()
-    indices: list[Any] = [None] * world
-    dist.all_gather_object(indices, data_index)
-    check_host_indices(indices)
-    basis = MfuBasis.for_run(cfg.architecture(), shape, cfg.slices, simulated=not real_tpu,
-                             seq_len=cfg.model.seq_len, processes=world,
-                             global_devices=par.global_devices)
-    place = HostPlace(data_index=data_index, num_hosts=ident.num_hosts, rank=rank)
-    train(cfg, par, RayHooks(config["sink"], rank), place, basis)
+    rank = ctx.get_world_rank()
+    train_host(TrainConfig.from_dict(config["train"]), rank, ctx.get_world_size(),
+               RayHooks(config["sink"], rank))
 
 
 # -- the driver ----------------------------------------------------------------------------
@@ -100,11 +73,13 @@ def launch(
     *,
     on_progress: ProgressCallback | None = None,
     writer: MetricsWriter | None = None,
+    on_hosts: HostsCallback | None = None,
 ) -> LaunchResult:
     """Run the job on the connected Ray cluster; returns once step ``cfg.steps`` is done.
 
     ``on_progress`` sees every batch of step records and events as the driver receives
-    them (the local mode's preemption rehearsal hooks in here).
+    them (the local mode's preemption rehearsal hooks in here); ``on_hosts``, with
+    ``opts.resident``, each time the run gets its hosts.
     """
     t0 = time.perf_counter()
     shape = cfg.shape()
@@ -154,8 +129,11 @@ def launch(
     pump_thread = threading.Thread(target=pump, name="raytpu-metrics", daemon=True)
     pump_thread.start()
     try:
-        fit_on_slices(loop, {"train": cfg.to_dict(), "sink": sink}, cfg, opts,
-                      jax=cfg.framework == "jax")
+        if opts.resident:
+            fit_resident(cfg, opts, sink, on_hosts=on_hosts)
+        else:
+            fit_on_slices(loop, {"train": cfg.to_dict(), "sink": sink}, cfg, opts,
+                          jax=cfg.framework == "jax")
     finally:
         stop.set()
         pump_thread.join(timeout=30)
@@ -178,6 +156,16 @@ HOLDING = "hosts holding after step"
 registered its checkpoints and waits to be killed: a harness outside waits for it."""
 
 
+RESIDENT_HOSTS = "resident hosts"
+"""What the launcher prints when a ``--resident`` run gets its hosts: ``resident hosts
+started|taken over: pids P,...`` (the head-loss rehearsal reads the pids)."""
+
+
+def _announce_hosts(found: bool, pids: list[int]) -> None:
+    verb = "taken over" if found else "started"
+    print(f"{RESIDENT_HOSTS} {verb}: pids {','.join(map(str, pids))}", flush=True)
+
+
 def _announce_holds(records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
     for event in events:
         if event.get("kind") == "holding":
@@ -190,12 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     if opts.dry_run:  # contacts nothing: no ray.init
         print(json.dumps(TrainScaling.of(cfg, opts.slice_group).to_dict()))
         return 0
-    ray.init(address=os.environ.get("RAY_ADDRESS", "auto"))
+    # Resident hosts and their placement group are found by name in one namespace.
+    ray.init(address=os.environ.get("RAY_ADDRESS", "auto"),
+             namespace=NAMESPACE if opts.resident else None)
     if opts.command:  # a user's command on every host, through the same gang path
         from .command import launch_command
 
         return launch_command(cfg, opts).exit_code
-    result = launch(cfg, opts, on_progress=_announce_holds)
+    result = launch(cfg, opts, on_progress=_announce_holds, on_hosts=_announce_hosts)
     print(
         f"done: step {result.last_step}/{cfg.steps} in {result.wall_s:.0f}s, "
         f"{result.attempts} attempt(s); checkpoints in {opts.storage_path}/{opts.run_name}",

@@ -230,6 +230,41 @@ def train(
     return TrainSummary(start, cfg.steps, attempt, time.perf_counter() - t0, model, optimizer)
 
 
+def train_host(cfg: TrainConfig, rank: int, world: int, hooks: Hooks) -> TrainSummary:
+    """One host's part of a run whose ``world`` hosts already share a gloo group: check the
+    slice's TPU environment, order the data shards, then :func:`train`."""
+    import torch.distributed as dist
+
+    from .parallel import SpmdDataParallel
+    from .tpu_env import TpuEnvError, check_host_indices, host_identity
+
+    shape = cfg.shape()
+    real_tpu = os.environ.get("PJRT_DEVICE", "").upper() == "TPU"
+    ident = host_identity(os.environ, shape, real_tpu=real_tpu, num_slices=cfg.slices)
+    if world != ident.num_hosts:
+        raise TpuEnvError(f"{world} Ray workers for {ident.num_hosts} TPU hosts")
+    par = make_parallelism(cfg.slices, fsdp=cfg.use_fsdp)
+    data_index = ident.data_index
+    if isinstance(par, SpmdDataParallel):
+        import torch_xla.runtime as xr
+
+        # The runtime's process index orders the global batch's shards: use it, not Ray's.
+        if xr.process_count() != ident.num_hosts:
+            raise TpuEnvError(
+                f"the TPU runtime sees {xr.process_count()} processes, the slice has "
+                f"{ident.num_hosts} hosts: check TPU_WORKER_HOSTNAMES"
+            )
+        data_index = xr.process_index()
+    indices: list[Any] = [None] * world
+    dist.all_gather_object(indices, data_index)
+    check_host_indices(indices)
+    basis = MfuBasis.for_run(cfg.architecture(), shape, cfg.slices, simulated=not real_tpu,
+                             seq_len=cfg.model.seq_len, processes=world,
+                             global_devices=par.global_devices)
+    place = HostPlace(data_index=data_index, num_hosts=ident.num_hosts, rank=rank)
+    return train(cfg, par, hooks, place, basis)
+
+
 def build_model(cfg: TrainConfig) -> ByteLM | Llama:
     """The byte GPT, or the Llama-style decoder of ``cfg.preset``."""
     arch = cfg.architecture()

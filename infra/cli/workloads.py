@@ -260,6 +260,11 @@ def register(app: typer.Typer) -> None:
         requirements: Annotated[Path | None, typer.Option(
             "--requirements", help="pip requirements file installed for the command")] = None,
         env: EnvOpt = None,
+        resident: Annotated[bool | None, typer.Option(
+            "--resident/--no-resident",
+            help="Train on hosts that outlive the job's driver, so a resubmission after a "
+                 "lost head takes them over (default: on where the stack has "
+                 "raytpu:ray.gcsFaultTolerance; not with --team or a command)")] = None,
         command: CommandArg = None,
     ) -> None:
         """Submit the trainer, or your own command after `--` (one process per TPU host),
@@ -274,6 +279,11 @@ def register(app: typer.Typer) -> None:
             send_submission,
         )
 
+        if resident and (team is not None or command or working_dir is not None
+                         or requirements is not None or env):
+            what = "--team" if team is not None else "your own command"
+            raise exit_bad([f"--resident: resident hosts run the bundled trainer on the "
+                            f"stack's RayCluster, not with {what}"])
         if command or working_dir is not None or requirements is not None or env:
             defaults = {p.name: p.default for p in TRAINER_FLAGS}
             submit_command(
@@ -310,7 +320,7 @@ def register(app: typer.Typer) -> None:
             sub = build_submission(
                 stack=stack, stacks_dir=stacks_dir, slice_group=slice_group, slices=slices,
                 address=address, run_name=run_name, max_failures=max_failures,
-                trainer={**trainer, "log_every": log_every},
+                trainer={**trainer, "log_every": log_every}, resident=resident,
             )
         except DoesNotFit as e:
             if dry_run:  # the numbers as JSON too, then the refusal

@@ -139,13 +139,16 @@ def build_submission(
     storage_path: str | None = None,
     command: Any = None,
     on_shared_cluster: bool = True,
+    resident: bool | None = None,
 ) -> Submission:
     """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`.
     ``storage_path``: where checkpoints go (default the stack's; a team's own for --team).
     ``command``: a user's :class:`raytpu.operations.own_code.Command`, run on every host by
     the launcher instead of the bundled trainer (``trainer`` is then unused).
     ``on_shared_cluster``: the job runs on the stack's RayCluster (a team's RayJob brings its
-    own cluster, bounded by the team's quota instead)."""
+    own cluster, bounded by the team's quota instead). ``resident``: train on the launcher's
+    ``--resident`` hosts, which a run resubmitted after a lost head takes over; None: where
+    the stack's RayCluster keeps its GCS in Redis (``raytpu:ray.gcsFaultTolerance``)."""
     cfg = load_stack(stack, stacks_dir)
     group, n_slices = slice_group_of(cfg, slice_group, slices,
                                      on_shared_cluster=on_shared_cluster)
@@ -159,18 +162,28 @@ def build_submission(
         train_cfg = build_config(**shape_of, check_data=False, **(trainer or {}))
     else:
         train_cfg = TrainConfig(**shape_of)
+    if resident and (command is not None or not on_shared_cluster):
+        why = ("a user's command is not the bundled trainer" if command is not None else
+               "a team's RayJob brings its own RayCluster, which a retry deletes")
+        raise BadFlags([f"--resident: {why}; resident hosts run the bundled trainer on the "
+                        "stack's RayCluster"])
+    if resident is None:
+        resident = (command is None and on_shared_cluster
+                    and cfg.ray.gcs_fault_tolerance is not None)
     storage_path = storage_path or cfg.checkpoint_uri
     opts = LaunchOptions(
         storage_path=storage_path, run_name=run_name, max_failures=max_failures,
         progress=False,  # job logs are not a terminal
         slice_group=group.name, command=tuple(command.argv) if command else (),
+        resident=resident,
     )
     entrypoint = shlex.join(
         ["python", "-m", "raytpu.workloads.launcher", *to_argv(train_cfg, opts)]
     )
     metadata = {"stack": stack, "run_name": run_name, "tpu": shape.accelerator_type,
                 "slice_group": group.name, "slices": str(n_slices)}
-    extra: dict[str, Any] = {"image": cfg.image, **slice_view(group, n_slices)}
+    extra: dict[str, Any] = {"image": cfg.image, **slice_view(group, n_slices),
+                             "resident": resident}
     refusal = None
     if command is None:
         from raytpu.workloads.fit import check_run

@@ -174,6 +174,28 @@ def test_submit_to_the_shared_cluster_is_bounded_by_its_max_replicas_not_the_poo
     assert code == 0, err
 
 
+def test_submit_trains_on_resident_hosts_where_the_stack_keeps_its_gcs_in_redis() -> None:
+    """prod's RayCluster has GCS fault tolerance: a run resubmitted after a lost head takes
+    its hosts over, so submissions to it are --resident unless told otherwise; dev's is not."""
+    def resident(*args: str) -> tuple[bool, bool]:
+        code, out, err = _run("submit", "--dry-run", *args)
+        assert code == 0, err
+        sub = json.loads(out)
+        return sub["resident"], from_argv(shlex.split(sub["entrypoint"])[3:])[1].resident
+
+    assert resident("--stack", "prod") == (True, True)
+    assert resident("--stack", "prod", "--no-resident") == (False, False)
+    assert resident("--stack", "dev") == (False, False)
+    assert resident("--stack", "dev", "--resident") == (True, True)
+    # A team's RayJob (a retry deletes its cluster) and a user's command are refused by name.
+    for extra in (["--team", "vision"], ["--", "python", "train.py"]):
+        code, _, err = _run("submit", "--stack", "prod", "--dry-run", "--resident", *extra)
+        assert code == 2 and err.startswith("error: --resident: "), err
+    # Unasked, a team job is simply not resident.
+    code, out, err = _run("submit", "--stack", "prod", "--team", "vision", "--dry-run")
+    assert code == 0 and "--resident" not in out, err
+
+
 def test_submit_reports_an_invalid_stack(tmp_path: Path) -> None:
     stacks = _stack(tmp_path, [{"name": "v4", "tpu": "v9-16", "count": 1}])
     code, _, err = _run("submit", "--stack", "t1", "--stacks-dir", str(stacks), "--dry-run")
