@@ -145,13 +145,14 @@ def resident_hosts(log: Path) -> tuple[str, list[int]] | None:
 
 
 def step_records(path: Path) -> list[dict[str, Any]]:
+    """The step records a driver's ``--metrics-out`` file holds so far."""
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def start_driver(cluster: LocalSlices, args: list[str], metrics: Path, log: Path
-            ) -> subprocess.Popen[bytes]:
+                 ) -> subprocess.Popen[bytes]:
     """The job's driver, on the head (marked as one of the head's processes)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TPU_"))}
     env.update(cluster.driver_env(), RAY_ADDRESS=cluster.address, RAYTPU_SIM_NODE="head")
@@ -192,7 +193,7 @@ def rehearse_head_failover(
         # says so), so the steps the resubmitted run redoes do not depend on timing.
         log = root / "driver-1.log"
         driver = start_driver(cluster, [*train, "--fail-host-at-step", str(kill_at_step)],
-                         first, log)
+                              first, log)
         deadline = time.monotonic() + DRIVER_TIMEOUT_S
         while f"{HOLDING} {kill_at_step} " not in (log.read_text() if log.exists() else ""):
             if driver.poll() is not None or time.monotonic() > deadline:

@@ -2,7 +2,7 @@
 
 Ray Train's workers belong to the run's driver, and on KubeRay the driver runs in the head
 pod, so a lost head takes them too: the resubmitted run starts new processes (Ray, torch,
-torch_xla, the corpus, the first step's compile), about 45 s on the simulation, minutes
+torch_xla, the corpus, the first step's compile), about 40 s on the simulation, minutes
 on TPU. With ``--resident`` the launcher instead puts one detached actor per host on a
 detached placement group of the run's slices, both named after the run. A lost driver
 leaves them: with GCS fault tolerance the restarted GCS still knows them (without it they
