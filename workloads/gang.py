@@ -88,7 +88,8 @@ def slice_ids(slices: list[str]) -> list[int]:
     return [order[name] for name in slices]
 
 
-def _host_order(info: dict[str, str]) -> int:
+def host_order(info: dict[str, str]) -> int:
+    """A worker's host index in its slice (``TPU_WORKER_ID``; 0 where unset)."""
     return int(info["worker_id"]) if info["worker_id"].isdigit() else 0
 
 
@@ -107,7 +108,7 @@ def group_envs(infos: list[dict[str, str]], num_slices: int) -> list[dict[str, s
     slice0 = [info for info, sid in zip(infos, ids, strict=True) if sid == 0]
     first = next((i for i in slice0 if i["worker_id"] == "0"), slice0[0])
     hosts = {sid: ",".join(i["ip"] for i in sorted(
-        (i for i, s in zip(infos, ids, strict=True) if s == sid), key=_host_order))
+        (i for i, s in zip(infos, ids, strict=True) if s == sid), key=host_order))
         for sid in set(ids)}
     common = {COORDINATOR_ENV: f"{first['ip']}:{first['coordinator_port']}",
               ATTEMPT_ENV: str(time.time_ns())}

@@ -151,11 +151,19 @@ def step_records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def driver_process_env(cluster: LocalSlices) -> dict[str, str]:
+    """The environment of a separate driver process of ``cluster``: this one's, less its
+    own Ray and TPU settings, plus the cluster's address and token."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TPU_"))}
+    env.update(cluster.driver_env(), RAY_ADDRESS=cluster.address)
+    return env
+
+
 def start_driver(cluster: LocalSlices, args: list[str], metrics: Path, log: Path
                  ) -> subprocess.Popen[bytes]:
     """The job's driver, on the head (marked as one of the head's processes)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TPU_"))}
-    env.update(cluster.driver_env(), RAY_ADDRESS=cluster.address, RAYTPU_SIM_NODE="head")
+    env = driver_process_env(cluster)
+    env["RAYTPU_SIM_NODE"] = "head"
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "raytpu.workloads.launcher", *args,

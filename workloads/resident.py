@@ -35,7 +35,7 @@ from ray.util.placement_group import PlacementGroup, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from .config import LaunchOptions, TrainConfig
-from .gang import group_envs, request_capacity, setup_worker, worker_info
+from .gang import group_envs, host_order, request_capacity, setup_worker, worker_info
 from .ray_hooks import RayHooks
 from .scaling import SCALE_UP_TIMEOUT_S, WORKER_GROUP_START_TIMEOUT_ENV, TrainScaling
 
@@ -216,16 +216,15 @@ class ResidentHost:
         """Ask the run in progress, if any, to stop at its next checkpoint (or hold)."""
         self._stop.set()
 
-    def run(self, train: dict[str, Any], sink: Any, run_dir: str) -> dict[str, Any]:
+    def run(self, train: dict[str, Any], sink: Any, run_dir: str) -> None:
         """Train from the run's latest checkpoint to the end; waits for a superseded run
-        to stop first. Returns this host's summary."""
+        to stop first."""
         from .trainer import train_host
 
         with self._lock:
             self._stop = threading.Event()
             hooks = ResidentHooks(sink, self.rank, run_dir, self._stop)
-            summary = train_host(TrainConfig.from_dict(train), self.rank, self.world, hooks)
-            return {"first_step": summary.first_step, "last_step": summary.last_step}
+            train_host(TrainConfig.from_dict(train), self.rank, self.world, hooks)
 
 
 # -- the driver ------------------------------------------------------------------------
@@ -250,9 +249,8 @@ def _reserve(cfg: TrainConfig, scaling: TrainScaling, name: str) -> PlacementGro
     return pg
 
 
-def _create(cfg: TrainConfig, opts: LaunchOptions) -> list[Any]:
+def _create(cfg: TrainConfig, opts: LaunchOptions, scaling: TrainScaling) -> list[Any]:
     """A new group: the slices reserved, an actor per host, their gloo group formed."""
-    scaling = TrainScaling.of(cfg, opts.slice_group)
     name = group_name(opts.run_name)
     pg = _reserve(cfg, scaling, name)
     actor = ray.remote(ResidentHost)
@@ -269,8 +267,7 @@ def _create(cfg: TrainConfig, opts: LaunchOptions) -> list[Any]:
     ]
     infos = ray.get([h.info.remote() for h in hosts])
     # Ranks in slice order, each slice's TPU worker 0 first (the coordinator's host).
-    order = sorted(range(len(hosts)), key=lambda i: (infos[i]["slice"],
-                                                     int(infos[i]["worker_id"] or 0)))
+    order = sorted(range(len(hosts)), key=lambda i: (infos[i]["slice"], host_order(infos[i])))
     hosts, infos = [hosts[i] for i in order], [infos[i] for i in order]
     envs = group_envs(infos, cfg.slices)
     ray.get([h.join.remote(env, infos[0]["ip"], int(infos[0]["port"]), rank, len(hosts))
@@ -357,7 +354,7 @@ def fit_resident(cfg: TrainConfig, opts: LaunchOptions, sink: Any,
         while True:
             found = hosts is not None
             if hosts is None:
-                hosts = _create(cfg, opts)
+                hosts = _create(cfg, opts, scaling)
             else:
                 ray.get([h.supersede.remote() for h in hosts])
             if on_hosts is not None:

@@ -21,7 +21,12 @@ pytest.importorskip("torch")
 
 from raytpu.facts.catalog import slice_shape
 from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
-from raytpu.workloads.head_failover import resident_hosts, start_driver, step_records
+from raytpu.workloads.head_failover import (
+    driver_process_env,
+    resident_hosts,
+    start_driver,
+    step_records,
+)
 from raytpu.workloads.local_cluster import LocalSlices
 from raytpu.workloads.processes import marked
 from raytpu.workloads.resident import ORPHAN_ENV, latest_checkpoint, write_run_checkpoint
@@ -104,10 +109,8 @@ def _free_tpus(cluster: LocalSlices) -> float:
     """The cluster's unreserved TPU chips, as a driver of its own sees them."""
     probe = ("import logging, ray; ray.init(logging_level=logging.ERROR, log_to_driver=False);"
              " print(ray.available_resources().get('TPU', 0))")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "TPU_"))}
-    env.update(cluster.driver_env(), RAY_ADDRESS=cluster.address)
-    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
-                         text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", probe], env=driver_process_env(cluster),
+                         capture_output=True, text=True, timeout=120, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
