@@ -112,3 +112,18 @@ def test_installed_pulumi_sdk_is_the_pinned_one() -> None:
     from importlib.metadata import version
 
     assert version("pulumi") == versions.PULUMI_VERSION
+
+
+def test_test_modules_have_unique_basenames() -> None:
+    # pytest's default import mode puts each test folder on sys.path and imports its files
+    # by basename, so two test_x.py in different folders fail collection of the whole run
+    # (as tests/ray and tests/rehearse once did) even though each folder passes alone.
+    seen: dict[str, Path] = {}
+    files = sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
+    for path in files:
+        if path.name in ("conftest.py", "__init__.py") or ".venv" in path.parts:
+            continue
+        if not (path.name.startswith("test_") or (path.parent / "conftest.py").exists()):
+            continue
+        other = seen.setdefault(path.name, path)
+        assert other == path, f"{path.relative_to(ROOT)} and {other.relative_to(ROOT)}: same name"
