@@ -19,11 +19,10 @@ from collections.abc import Mapping
 from raytpu.components.k8s_objects import EnvVar, PodTemplateSpec
 from raytpu.components.ray_cluster_args import GcsFaultTolerance, TpuRayClusterArgs
 from raytpu.components.ray_resources import GcsFaultToleranceOptionsArgs
+from raytpu.facts.gcs_ft_env import CA_ENV, KUBERAY_HEAD_ENV, RECONNECT_ENV
 from raytpu.facts.names import DNS_LABEL
 from raytpu.facts.problems import Path, Problem
 
-RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"
-CA_ENV = "RAY_REDIS_CA_CERT"
 CA_KEY = "ca.crt"
 CA_VOLUME = "redis-ca"
 CA_DIR = "/etc/raytpu/redis-ca"
@@ -39,7 +38,7 @@ def ft_options(ft: GcsFaultTolerance) -> GcsFaultToleranceOptionsArgs:
 
 def worker_env(ft: GcsFaultTolerance | None) -> list[EnvVar]:
     if ft is None or ft.worker_reconnect_timeout_s is None:
-        return []  # KubeRay's 600 s
+        return []  # KubeRay's KUBERAY_RECONNECT_TIMEOUT_S
     return [{"name": RECONNECT_ENV, "value": str(ft.worker_reconnect_timeout_s)}]
 
 
@@ -58,12 +57,6 @@ def with_head_ca(template: PodTemplateSpec, ft: GcsFaultTolerance | None) -> Pod
     spec["volumes"] = [*spec.get("volumes", []),
                        {"name": CA_VOLUME, "configMap": {"name": ft.ca_config_map}}]
     return template
-
-
-# The head environment KubeRay 1.7.0 sets from gcsFaultToleranceOptions and refuses to find
-# set by hand (utils/validation.go ValidateRayClusterSpec).
-KUBERAY_HEAD_ENV = ("RAY_REDIS_ADDRESS", "REDIS_PASSWORD", "REDIS_USERNAME",
-                    "RAY_external_storage_namespace")
 
 
 def ft_problems(args: TpuRayClusterArgs) -> list[Problem]:

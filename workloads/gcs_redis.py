@@ -20,10 +20,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .processes import free_port
+from raytpu.facts.gcs_ft_env import (
+    CA_ENV,
+    RECONNECT_ENV,
+    REDIS_ADDRESS_ENV,
+    REDIS_PASSWORD_ENV,
+    STORAGE_NAMESPACE_ENV,
+)
 
-CA_ENV = "RAY_REDIS_CA_CERT"
-"""The CA file Ray 2.60's GCS verifies a ``rediss://`` server with (its ``ray_config``)."""
+from .processes import free_port
 
 
 class RedisError(RuntimeError):
@@ -48,14 +53,14 @@ class GcsRedis:
     as the stack mounts Memorystore's (``RAY_REDIS_CA_CERT``)."""
 
     def head_env(self) -> dict[str, str]:
-        env = {"RAY_REDIS_ADDRESS": self.address, "REDIS_PASSWORD": self.password,
-               "RAY_external_storage_namespace": self.namespace}
+        env = {REDIS_ADDRESS_ENV: self.address, REDIS_PASSWORD_ENV: self.password,
+               STORAGE_NAMESPACE_ENV: self.namespace}
         if self.ca_cert is not None:
             env[CA_ENV] = self.ca_cert
         return env
 
     def host_env(self) -> dict[str, str]:
-        return {"RAY_gcs_rpc_server_reconnect_timeout_s": str(self.reconnect_timeout_s)}
+        return {RECONNECT_ENV: str(self.reconnect_timeout_s)}
 
 
 def redis_server_binary() -> str:

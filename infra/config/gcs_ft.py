@@ -21,8 +21,8 @@ import re
 from typing import Literal
 
 from pydantic import Field
-from raytpu.components.ray_gcs_ft import KUBERAY_HEAD_ENV, RECONNECT_ENV
 from raytpu.config.base import ConfigModel as _Model
+from raytpu.facts.gcs_ft_env import KUBERAY_HEAD_ENV, RECONNECT_ENV
 from raytpu.facts.names import DNS_LABEL
 
 # A new head pod is scheduled, pulls and starts its GCS in about a minute: a worker giving

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from raytpu.components.ray_gcs_ft import RECONNECT_ENV
 from raytpu.components.ray_resources import RAYCLUSTER_TYPE, RAYJOB_TYPE
 from raytpu.config.team_rules import job_slices, nominal_slices
 from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE
+from raytpu.facts.gcs_ft_env import KUBERAY_RECONNECT_TIMEOUT_S, RECONNECT_ENV
 from raytpu.plan.engine import PlannedResource, PlanResult
 from raytpu.plan.tables import PlanTable
 from raytpu.plan.values import shown
@@ -127,7 +127,7 @@ def _ft_row(what: str, spec: dict[str, Any]) -> list[str]:
     return [what, "on (Redis)", address,
             f"Secret {ref.get('name')}/{ref.get('key')}" if ref else "none",
             "yes" if address.startswith("rediss://") or address.startswith("(") else "no",
-            f"{workers[0]} s" if workers else "600 s (KubeRay)"]
+            f"{workers[0]} s" if workers else f"{KUBERAY_RECONNECT_TIMEOUT_S} s (KubeRay)"]
 
 
 def gcs_ft_table(result: PlanResult) -> PlanTable | None:

@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from raytpu.components.ray_gcs_ft import CA_DIR, CA_ENV, CA_KEY, RECONNECT_ENV
+from raytpu.components.ray_gcs_ft import CA_DIR, CA_KEY
+from raytpu.facts.gcs_ft_env import (
+    CA_ENV,
+    KUBERAY_RECONNECT_TIMEOUT_S,
+    RECONNECT_ENV,
+    REDIS_ADDRESS_ENV,
+    REDIS_PASSWORD_ENV,
+    STORAGE_NAMESPACE_ENV,
+)
 from raytpu.plan.engine import run_plan
 from raytpu.rehearse.api import Api
 from raytpu.rehearse.build import Cache
@@ -34,7 +42,6 @@ SECRET = f"{CLUSTER}-gcs-redis"
 FT_ANNOTATION = "ray.io/ft-enabled"
 STORAGE_ANNOTATION = "ray.io/external-storage-namespace"
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
-KUBERAY_RECONNECT_S = "600"
 # The operator requeues a RayCluster every 2 s (DefaultRequeueDuration): a wrong deletion
 # of the workers would show within a few of those after the new head appears.
 AFTER_HEAD_S = 5.0
@@ -132,15 +139,15 @@ def _uids(pods: list[dict[str, Any]]) -> set[str]:
 
 def _assert_ft_head(pod: dict[str, Any], cluster: dict[str, Any]) -> None:
     env = _env(pod)
-    assert {"RAY_REDIS_ADDRESS", "REDIS_PASSWORD", "RAY_external_storage_namespace"} <= set(env)
+    assert {REDIS_ADDRESS_ENV, REDIS_PASSWORD_ENV, STORAGE_NAMESPACE_ENV} <= set(env)
     ft = cluster["spec"]["gcsFaultToleranceOptions"]
-    assert env["RAY_REDIS_ADDRESS"]["value"] == ft["redisAddress"]
+    assert env[REDIS_ADDRESS_ENV]["value"] == ft["redisAddress"]
     # The password reaches the head only by reference to the stack's Secret.
-    assert "value" not in env["REDIS_PASSWORD"]
-    assert env["REDIS_PASSWORD"]["valueFrom"] == {
+    assert "value" not in env[REDIS_PASSWORD_ENV]
+    assert env[REDIS_PASSWORD_ENV]["valueFrom"] == {
         "secretKeyRef": {"name": SECRET, "key": "password"}}
     # The RayCluster's UID: the same Redis namespace for every head the cluster ever has.
-    assert env["RAY_external_storage_namespace"]["value"] == cluster["metadata"]["uid"]
+    assert env[STORAGE_NAMESPACE_ENV]["value"] == cluster["metadata"]["uid"]
     assert pod["metadata"]["annotations"][FT_ANNOTATION] == "true"
     assert pod["metadata"]["annotations"][STORAGE_ANNOTATION] == cluster["metadata"]["uid"]
     assert env[CA_ENV]["value"] == f"{CA_DIR}/{CA_KEY}"  # ours, beside KubeRay's
@@ -153,8 +160,8 @@ def test_prod_head_and_workers_carry_the_gcs_ft_environment_kuberay_injects(
     for worker in prod.workers:
         # prod sets no worker timeout of its own: KubeRay's 600 s, so a raylet outlasts a
         # head restart (Ray's own default, 60 s, does not).
-        assert _env(worker)[RECONNECT_ENV]["value"] == KUBERAY_RECONNECT_S
-        assert not {"RAY_REDIS_ADDRESS", "REDIS_PASSWORD"} & set(_env(worker))
+        assert _env(worker)[RECONNECT_ENV]["value"] == str(KUBERAY_RECONNECT_TIMEOUT_S)
+        assert not {REDIS_ADDRESS_ENV, REDIS_PASSWORD_ENV} & set(_env(worker))
     assert FINALIZER in prod.cluster["metadata"].get("finalizers", [])
 
 
@@ -174,8 +181,8 @@ def test_prod_cluster_deletion_runs_the_redis_cleanup_job_with_the_heads_ca_and_
     env = _env(job["spec"]["template"])
     assert env[CA_ENV]["value"] == f"{CA_DIR}/{CA_KEY}"
     assert any(m["mountPath"] == CA_DIR for m in spec["containers"][0]["volumeMounts"])
-    assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == SECRET
-    assert env["RAY_external_storage_namespace"]["value"] == prod.cluster["metadata"]["uid"]
+    assert env[REDIS_PASSWORD_ENV]["valueFrom"]["secretKeyRef"]["name"] == SECRET
+    assert env[STORAGE_NAMESPACE_ENV]["value"] == prod.cluster["metadata"]["uid"]
     assert "cleanup_redis_storage" in spec["containers"][0]["args"][0]
 
 
@@ -184,8 +191,7 @@ def test_dev_without_gcs_ft_the_operator_recreates_the_head_and_deletes_no_worke
     assert "gcsFaultToleranceOptions" not in dev.cluster["spec"]
     assert FINALIZER not in dev.cluster["metadata"].get("finalizers", [])
     assert dev.head["metadata"]["annotations"][FT_ANNOTATION] == "false"
-    assert not {"RAY_REDIS_ADDRESS", "REDIS_PASSWORD", "RAY_external_storage_namespace"} \
-        & set(_env(dev.head))
+    assert not {REDIS_ADDRESS_ENV, REDIS_PASSWORD_ENV, STORAGE_NAMESPACE_ENV} & set(_env(dev.head))
     assert dev.workers and all(RECONNECT_ENV not in _env(w) for w in dev.workers)
     assert len(dev.new_heads) == 1  # a pod of another UID than the one deleted
     # The operator leaves the workers be here too. What differs without GCS FT is not the
