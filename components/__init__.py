@@ -16,6 +16,9 @@ from raytpu.components.existing_gke_cluster import ExistingGkeClusterArgs as Exi
 from raytpu.components.gke_cluster import GkeCluster as GkeCluster
 from raytpu.components.gke_cluster_args import AuthorizedNetwork as AuthorizedNetwork
 from raytpu.components.gke_cluster_args import GkeClusterArgs as GkeClusterArgs
+from raytpu.components.gke_cluster_args import MaintenanceExclusion as MaintenanceExclusion
+from raytpu.components.gke_cluster_args import MaintenancePolicyArgs as MaintenancePolicyArgs
+from raytpu.components.gke_cluster_args import MaintenanceWindow as MaintenanceWindow
 from raytpu.components.gke_cluster_args import SystemPoolArgs as SystemPoolArgs
 from raytpu.components.kuberay_operator import KubeRayOperator as KubeRayOperator
 from raytpu.components.kuberay_operator import KubeRayOperatorArgs as KubeRayOperatorArgs
@@ -81,6 +84,9 @@ __all__ = [
     "KueueArgs",
     "KueueQueues",
     "KueueQueuesArgs",
+    "MaintenanceExclusion",
+    "MaintenancePolicyArgs",
+    "MaintenanceWindow",
     "MemorystoreRedis",
     "MemorystoreRedisArgs",
     "MonitoredSliceGroup",

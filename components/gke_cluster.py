@@ -36,6 +36,7 @@ from raytpu.components.gcp_resources import (
 from raytpu.components.gke_cluster_args import (
     AuthorizedNetwork,
     GkeClusterArgs,
+    MaintenancePolicyArgs,
     SystemPoolArgs,
 )
 from raytpu.components.gke_version_policy import check_gke_version
@@ -182,6 +183,8 @@ class GkeCluster(pulumi.ComponentResource):
                 "datapathProvider": "ADVANCED_DATAPATH" if args.dataplane_v2 else None,
                 "authenticatorGroupsConfig": ({"securityGroup": args.security_group}
                                               if args.security_group else None),
+                "maintenancePolicy": (maintenance_policy(args.maintenance)
+                                      if args.maintenance else None),
             },
             pulumi.ResourceOptions(
                 parent=self,
@@ -252,3 +255,21 @@ class GkeCluster(pulumi.ComponentResource):
             "gkeVersion": self.gke_version,
         }
         self.register_outputs(outputs)
+
+
+def maintenance_policy(policy: MaintenancePolicyArgs) -> dict[str, Any]:
+    """The Cluster's ``maintenancePolicy``: an exclusion without an end lasts until the
+    minor version's end of support, which GKE takes instead of an end time."""
+    out: dict[str, Any] = {}
+    if policy.window is not None:
+        out["recurringWindow"] = {"startTime": policy.window.start_time,
+                                  "endTime": policy.window.end_time,
+                                  "recurrence": policy.window.recurrence}
+    if policy.exclusions:
+        out["maintenanceExclusions"] = [
+            {"exclusionName": e.name, "startTime": e.start_time, "endTime": e.end_time,
+             "exclusionOptions": {"scope": e.scope, "endTimeBehavior": (
+                 "UNTIL_END_OF_SUPPORT" if e.end_time is None else None)}}
+            for e in policy.exclusions
+        ]
+    return out

@@ -7,6 +7,7 @@ stack key paths (``raytpu.config.key_paths.Keys``).
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,125 @@ class SystemPoolArgs:
                              "minimum of 10 GB")
 
 
+# GKE maintenance policies ("Configure maintenance windows and exclusions"): the one
+# recurring window must leave at least 48 hours of maintenance in any 32-day rolling window,
+# counting only contiguous stretches of at least 4 hours; weekday recurrences are in UTC.
+MIN_WINDOW_HOURS = 4
+MIN_HOURS_PER_32_DAYS = 48
+WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+# MaintenanceExclusionOptions.Scope (GKE API v1): NO_MINOR_OR_NODE_UPGRADES keeps node pools,
+# so multi-host TPU slices, from being upgraded (recreated); only control-plane patches go on.
+EXCLUSION_SCOPES = ("NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES")
+# pulumi-gcp ClusterMaintenancePolicy.maintenanceExclusions: "up to 20 ... at a time".
+MAX_EXCLUSIONS = 20
+# RFC 3339 in UTC ("Zulu"): GKE returns other forms in UTC, a permanent diff (pulumi-gcp).
+_UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_DAY = "(" + "|".join(WEEKDAYS) + ")"
+_RECURRENCE = re.compile(rf"^FREQ=(DAILY|WEEKLY;BYDAY={_DAY}(,{_DAY})*)$")
+
+
+def _utc(owner: object, field_name: str, value: str) -> datetime.datetime:
+    try:
+        return datetime.datetime.strptime(value, _UTC_FORMAT).replace(tzinfo=datetime.UTC)
+    except ValueError:
+        raise args_error(owner, field_name, f"{value!r} is not an RFC 3339 time in UTC "
+                         "(2026-01-03T02:00:00Z)") from None
+
+
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    """The cluster's one recurring maintenance window: when GKE may upgrade it, its node
+    pools and so its TPU slices (an upgrade recreates a multi-host slice)."""
+
+    start_time: str
+    """First occurrence's start, RFC 3339 in UTC (``2026-01-03T02:00:00Z``)."""
+    end_time: str
+    """First occurrence's end; the difference is every occurrence's length."""
+    recurrence: str = "FREQ=WEEKLY;BYDAY=SA,SU"
+    """RFC 5545 RRULE: ``FREQ=DAILY`` or ``FREQ=WEEKLY;BYDAY=<days>`` (UTC weekdays), the
+    forms whose availability is checked here."""
+
+    @property
+    def hours(self) -> float:
+        start = _utc(self, "start_time", self.start_time)
+        return (_utc(self, "end_time", self.end_time) - start).total_seconds() / 3600
+
+    @property
+    def hours_per_32_days(self) -> float:
+        """The fewest maintenance hours any 32-day stretch holds: whole occurrences only,
+        at least 31 of a daily window and 4 of each weekday's."""
+        days = self.recurrence.partition("BYDAY=")[2]
+        return self.hours * (31 if self.recurrence == "FREQ=DAILY" else 4 * len(days.split(",")))
+
+    def __post_init__(self) -> None:
+        match = _RECURRENCE.match(self.recurrence)
+        if not match:
+            raise args_error(self, "recurrence", f"{self.recurrence!r} is not FREQ=DAILY or "
+                             f"FREQ=WEEKLY;BYDAY=<{','.join(WEEKDAYS)}>")
+        days = self.recurrence.partition("BYDAY=")[2].split(",")
+        if len(set(days)) != len(days):
+            raise args_error(self, "recurrence", f"{self.recurrence!r} names a day twice")
+        hours = self.hours
+        if not MIN_WINDOW_HOURS <= hours <= 24:
+            raise args_error(self, "end_time", f"{self.end_time!r} makes a {hours:g} h window: "
+                             f"GKE counts only windows of at least {MIN_WINDOW_HOURS} h, and "
+                             "one occurrence lasts at most a day")
+        if self.hours_per_32_days < MIN_HOURS_PER_32_DAYS:
+            raise args_error(self, "recurrence", f"{self.recurrence!r} with {hours:g} h "
+                             f"windows leaves {self.hours_per_32_days:g} h of maintenance in "
+                             f"32 days; GKE requires at least {MIN_HOURS_PER_32_DAYS} h: "
+                             "lengthen the window or add days")
+
+
+@dataclass(frozen=True)
+class MaintenanceExclusion:
+    """A stretch of time in which GKE runs no automatic maintenance of ``scope``."""
+
+    name: str
+    """What it is for (``q1-training-run``)."""
+    start_time: str
+    """RFC 3339 in UTC."""
+    end_time: str | None = None
+    """RFC 3339 in UTC; ``None``: until the cluster's minor version reaches end of support
+    (``endTimeBehavior: UNTIL_END_OF_SUPPORT``)."""
+    scope: str = "NO_MINOR_OR_NODE_UPGRADES"
+    """``NO_UPGRADES``, ``NO_MINOR_UPGRADES`` or ``NO_MINOR_OR_NODE_UPGRADES`` (the default:
+    node pools, so TPU slices, are left alone; control-plane patches still apply)."""
+
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise args_error(self, "name", "required")
+        start = _utc(self, "start_time", self.start_time)
+        if self.end_time is not None and _utc(self, "end_time", self.end_time) <= start:
+            raise args_error(self, "end_time", f"{self.end_time!r} is not after ",
+                             ref("start_time"), f" ({self.start_time})")
+        if self.scope not in EXCLUSION_SCOPES:
+            raise args_error(self, "scope", f"{self.scope!r} is not valid; valid: "
+                             f"{', '.join(EXCLUSION_SCOPES)}")
+
+
+@dataclass(frozen=True)
+class MaintenancePolicyArgs:
+    """When GKE may, and may not, run automatic maintenance on the cluster. Auto-upgrade
+    cannot be turned off on a release channel, and upgrading a multi-host TPU pool recreates
+    the slice under a running job: a window puts upgrades where training can lose a slice,
+    an exclusion holds node upgrades off through a run."""
+
+    window: MaintenanceWindow | None = None
+    """The recurring window; ``None``: GKE's (any time)."""
+    exclusions: tuple[MaintenanceExclusion, ...] = ()
+    """At most ``MAX_EXCLUSIONS``, each named once."""
+
+    def __post_init__(self) -> None:
+        if len(self.exclusions) > MAX_EXCLUSIONS:
+            raise args_error(self, "exclusions", f"{len(self.exclusions)} exclusions; GKE "
+                             f"keeps at most {MAX_EXCLUSIONS}")
+        names = [e.name for e in self.exclusions]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise args_error(self, ("exclusions", i, "name"), f"{name!r} is named twice")
+
+
 @dataclass(frozen=True)
 class GkeClusterArgs:
     """Inputs of :class:`GkeCluster`."""
@@ -155,6 +275,9 @@ class GkeClusterArgs:
     security_group: str | None = None
     """Google Groups for RBAC: ``gke-security-groups@<domain>``, the group whose nested
     groups RBAC bindings may name (``authenticatorGroupsConfig.securityGroup``)."""
+    maintenance: MaintenancePolicyArgs | None = None
+    """Maintenance window and exclusions (``maintenancePolicy``); ``None``: GKE's defaults,
+    so upgrades, and with them slice recreation, may come at any time."""
 
     @property
     def account_id(self) -> str:

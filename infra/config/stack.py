@@ -34,6 +34,7 @@ from raytpu.components import (
     GkeClusterArgs,
     ImageRegistryArgs,
     KubeRayOperatorArgs,
+    MaintenancePolicyArgs,
     NetworkArgs,
     SystemPoolArgs,
     TpuRayClusterArgs,
@@ -136,6 +137,9 @@ class ClusterConfig(_Model):
     replaces the cluster."""
     security_group: str | None = None
     """``gke-security-groups@<domain>``: lets RBAC bindings name Google Groups."""
+    maintenance: MaintenancePolicyArgs | None = None
+    """When GKE may upgrade the cluster and its pools (a recurring window) and when not
+    (exclusions): an upgrade of a multi-host pool recreates its slice."""
 
 
 class NetworkConfig(_Model):

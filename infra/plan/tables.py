@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from raytpu.plan.values import shown
 
 if TYPE_CHECKING:
+    from raytpu.components import MaintenancePolicyArgs
     from raytpu.plan.engine import PlanResult
 
 
@@ -49,11 +50,27 @@ def tpu_slice_tables(result: PlanResult) -> list[PlanTable]:
         rows.append([s.name, shape.accelerator_type, shape.topology, str(shape.hosts),
                      str(shape.chips), str(shape.chips_per_vm), shape.machine_type, scaling,
                      str(s.initial_slices), "yes" if s.spot else "no"])
+    notes = ["min..max: the autoscaling range; count: the configured count, what runs from "
+             "the first `up` until the autoscaler acts"]
+    if any(s.shape.hosts > 1 for s in cfg.slices):
+        notes.append(_maintenance_note(cfg.cluster.maintenance))
     return [PlanTable(f"TPU slices (zone {cfg.zone})",
                       ["slice", "tpu", "topology", "hosts", "chips", "chips/host", "machine type",
-                       "slices min..max", "count", "spot"], rows,
-                      notes=["min..max: the autoscaling range; count: the configured count, "
-                             "what runs from the first `up` until the autoscaler acts"])]
+                       "slices min..max", "count", "spot"], rows, notes=notes)]
+
+
+def _maintenance_note(policy: MaintenancePolicyArgs | None) -> str:
+    """When GKE may upgrade the pools, which recreates a multi-host slice."""
+    window = policy.window if policy else None
+    if window is None:
+        when = "at any time (no raytpu:cluster.maintenance.window)"
+    else:
+        days = window.recurrence.partition("BYDAY=")[2] or "daily"
+        when = f"only {days} from {window.start_time[11:16]} UTC for {window.hours:g} h"
+    held = [f"{e.name} ({e.scope}, {e.start_time} to {e.end_time or 'end of support'})"
+            for e in (policy.exclusions if policy else ())]
+    return ("GKE upgrades node pools, recreating a multi-host slice under its job, " + when
+            + (f", except during {'; '.join(held)}" if held else ""))
 
 
 def output_tables(result: PlanResult, show_secrets: bool = False) -> list[PlanTable]:
