@@ -258,8 +258,8 @@ class TpuSlicePool(pulumi.ComponentResource):
             "resourceLabels": dict(args.resource_labels) or None,
         }
         # Auto-upgrade cannot be turned off on a release-channel cluster; an upgrade of a
-        # multi-host pool recreates the whole slice, so schedule them with maintenance
-        # windows/exclusions rather than fighting the flag.
+        # multi-host pool recreates the whole slice, so the cluster's maintenance policy
+        # (GkeClusterArgs.maintenance) decides when, rather than fighting the flag.
         management = {"autoRepair": True, "autoUpgrade": True}
 
         def pool(
