@@ -127,6 +127,12 @@ class MaintenanceWindow:
     forms whose availability is checked here."""
 
     @property
+    def days(self) -> tuple[str, ...]:
+        """The weekdays of a weekly window; empty for a daily one."""
+        listed = self.recurrence.partition("BYDAY=")[2]
+        return tuple(listed.split(",")) if listed else ()
+
+    @property
     def hours(self) -> float:
         start = _utc(self, "start_time", self.start_time)
         return (_utc(self, "end_time", self.end_time) - start).total_seconds() / 3600
@@ -135,16 +141,13 @@ class MaintenanceWindow:
     def hours_per_32_days(self) -> float:
         """The fewest maintenance hours any 32-day stretch holds: whole occurrences only,
         at least 31 of a daily window and 4 of each weekday's."""
-        days = self.recurrence.partition("BYDAY=")[2]
-        return self.hours * (31 if self.recurrence == "FREQ=DAILY" else 4 * len(days.split(",")))
+        return self.hours * (4 * len(self.days) if self.days else 31)
 
     def __post_init__(self) -> None:
-        match = _RECURRENCE.match(self.recurrence)
-        if not match:
+        if not _RECURRENCE.match(self.recurrence):
             raise args_error(self, "recurrence", f"{self.recurrence!r} is not FREQ=DAILY or "
                              f"FREQ=WEEKLY;BYDAY=<{','.join(WEEKDAYS)}>")
-        days = self.recurrence.partition("BYDAY=")[2].split(",")
-        if len(set(days)) != len(days):
+        if len(set(self.days)) != len(self.days):
             raise args_error(self, "recurrence", f"{self.recurrence!r} names a day twice")
         hours = self.hours
         if not MIN_WINDOW_HOURS <= hours <= 24:

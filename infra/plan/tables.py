@@ -65,7 +65,7 @@ def _maintenance_note(policy: MaintenancePolicyArgs | None) -> str:
     if window is None:
         when = "at any time (no raytpu:cluster.maintenance.window)"
     else:
-        days = window.recurrence.partition("BYDAY=")[2] or "daily"
+        days = ",".join(window.days) or "daily"
         when = f"only {days} from {window.start_time[11:16]} UTC for {window.hours:g} h"
     held = [f"{e.name} ({e.scope}, {e.start_time} to {e.end_time or 'end of support'})"
             for e in (policy.exclusions if policy else ())]
