@@ -6,7 +6,7 @@
 
 Each framework trains ``--model`` in a fresh process on every local device (one SPMD
 mesh, FSDP), and the median step after the first two (compilation) gives tokens/s. MFU is
-the trainers' own: ``raytpu.workloads.flops`` (6 N_matmul + 12 L d T per token) against
+the trainers' own: ``raytpu.spec.flops`` (6 N_matmul + 12 L d T per token) against
 the peak bf16 FLOP/s of the devices. On a TPU the peak is the catalog's (the generation
 from JAX's ``device_kind``); anywhere else the catalog has none, so MFU is printed against
 ``--peak-flops`` if given, else against the peak of ``--tpu`` (a simulated slice's, the
@@ -28,7 +28,7 @@ import json, os, statistics, sys
 framework, model, seq, batch, steps = sys.argv[1:6]
 seq, batch, steps = int(seq), int(batch), int(steps)
 from raytpu.facts.catalog import slice_shape
-from raytpu.workloads.config import ModelConfig, TrainConfig
+from raytpu.spec.training import ModelConfig, TrainConfig
 from raytpu.workloads.loop import HostPlace, RecordingHooks
 from raytpu.workloads.metrics import MfuBasis
 

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from raytpu.workloads.config import LaunchOptions, TrainConfig
+from raytpu.spec.training import LaunchOptions, TrainConfig
 from raytpu.workloads.trainer import XLA_CACHE_ENV
 
 # The no-Ray harness (in-process hooks, N processes over gloo) is test code, not package.

@@ -33,15 +33,15 @@ from raytpu.components.gcp_resources import (
     ServiceAccount,
     gke_engine_versions,
 )
-from raytpu.components.gke_cluster_args import (
+from raytpu.components.gke_version_policy import check_gke_version
+from raytpu.components.kubeconfig import kubernetes_provider, render_kubeconfig
+from raytpu.facts.names import SYSTEM_POOL
+from raytpu.spec.gke_cluster import (
     AuthorizedNetwork,
     GkeClusterArgs,
     MaintenancePolicyArgs,
     SystemPoolArgs,
 )
-from raytpu.components.gke_version_policy import check_gke_version
-from raytpu.components.kubeconfig import kubernetes_provider, render_kubeconfig
-from raytpu.facts.names import SYSTEM_POOL
 
 __all__ = ["AuthorizedNetwork", "GkeCluster", "GkeClusterArgs", "SystemPoolArgs"]
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, TypedDict
 import pulumi
 from raytpu.components.provider_inputs import drop_unset
 from raytpu.facts.versions import POD_SECURITY_LEVEL
+from raytpu.spec.pod_resources import ResourceRequirements as ResourceRequirements
 
 # -- object shapes (wire names) ---------------------------------------------------------
 
@@ -44,11 +45,6 @@ class ContainerPort(TypedDict, total=False):
     name: str
     containerPort: int
     protocol: str
-
-
-class ResourceRequirements(TypedDict, total=False):
-    requests: Mapping[str, str]
-    limits: Mapping[str, str]
 
 
 class Toleration(TypedDict, total=False):

@@ -13,7 +13,7 @@
   :attr:`MemorystoreRedis.address` and :attr:`MemorystoreRedis.ca_cert` are for.
 
 The AUTH string is a secret output (as in pulumi_gcp's class): it reaches the Ray pods only
-through a Kubernetes Secret (:class:`~raytpu.components.ray_cluster_args.GcsFaultTolerance`
+through a Kubernetes Secret (:class:`~raytpu.spec.ray_cluster.GcsFaultTolerance`
 ``password``), never the RayCluster object, the plan or a log.
 """
 

@@ -1,4 +1,4 @@
-"""Every reason a :class:`~raytpu.components.ray_cluster_args.TpuRayClusterArgs` cannot make
+"""Every reason a :class:`~raytpu.spec.ray_cluster.TpuRayClusterArgs` cannot make
 a working RayCluster, checked before anything is registered.
 
 Names: the headless service ``<cluster>-headless``, pod host names ``<group>-<replica>-<worker>``
@@ -13,14 +13,13 @@ import re
 from collections.abc import Mapping
 from typing import get_args
 
-from raytpu.components.ray_cluster_args import TpuRayClusterArgs
 from raytpu.components.ray_gcs_ft import ft_problems
 from raytpu.components.ray_pod_templates import WEBHOOK_LABEL
-from raytpu.components.ray_resources import AuthMode
 from raytpu.facts import versions
 from raytpu.facts.names import DNS_LABEL, SLICE_GROUP_LABEL
 from raytpu.facts.problems import Path, Problem, Ref
 from raytpu.facts.versions import version_tuple
+from raytpu.spec.ray_cluster import AuthMode, TpuRayClusterArgs
 
 MAX_NAME = 63  # DNS label: service names, host names, label values
 # KubeRay pod names: "<cluster>-<group>-worker-" + 5 random characters.

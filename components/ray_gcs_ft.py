@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from raytpu.components.k8s_objects import EnvVar, PodTemplateSpec
-from raytpu.components.ray_cluster_args import GcsFaultTolerance, TpuRayClusterArgs
 from raytpu.components.ray_resources import GcsFaultToleranceOptionsArgs
 from raytpu.facts.gcs_ft_env import CA_ENV, KUBERAY_HEAD_ENV, RECONNECT_ENV
 from raytpu.facts.names import DNS_LABEL
 from raytpu.facts.problems import Path, Problem
+from raytpu.spec.ray_cluster import GcsFaultTolerance, TpuRayClusterArgs
 
 CA_KEY = "ca.crt"
 CA_VOLUME = "redis-ca"

@@ -1,4 +1,4 @@
-"""Group shaping: a :class:`~raytpu.components.ray_cluster_args.TpuRayClusterArgs` as a KubeRay
+"""Group shaping: a :class:`~raytpu.spec.ray_cluster.TpuRayClusterArgs` as a KubeRay
 ``RayCluster.spec`` (also a RayJob's ``rayClusterSpec``).
 
 * One worker-group *replica* is one TPU slice = one GKE node pool; ``numOfHosts`` = VMs of the
@@ -12,7 +12,7 @@
   ``num-cpus`` there next to ``resources`` (``validateRayGroupResources``), and Ray 2.60's
   autoscaler reads node-type labels only from the top-level field. Each TPU group carries
   the :data:`~raytpu.facts.names.SLICE_GROUP_LABEL` label: what the launcher's capacity request
-  selects to scale the group up from zero (:mod:`raytpu.workloads.scaling`).
+  selects to scale the group up from zero (:mod:`raytpu.spec.scaling`).
 * ``idleTimeoutSeconds`` only where autoscaler v2 runs (KubeRay rejects it otherwise).
 """
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from raytpu.components.ray_cluster_args import TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.components.ray_env import ray_env, tpu_env
 from raytpu.components.ray_gcs_ft import ft_options, with_head_ca, worker_env
 from raytpu.components.ray_pod_templates import (
@@ -30,7 +29,6 @@ from raytpu.components.ray_pod_templates import (
     WORKER_PORTS,
     container_security_context,
     pod_template,
-    worker_resources,
     writable_mounts,
 )
 from raytpu.components.ray_resources import (
@@ -41,6 +39,8 @@ from raytpu.components.ray_resources import (
     WorkerGroupSpecArgs,
 )
 from raytpu.facts.names import NODEPOOL_LABEL, SLICE_GROUP_LABEL
+from raytpu.spec.pod_resources import worker_resources
+from raytpu.spec.ray_cluster import TpuRayClusterArgs, TpuWorkerGroup
 
 
 def head_group_spec(args: TpuRayClusterArgs, labels: Mapping[str, str]) -> HeadGroupSpecArgs:

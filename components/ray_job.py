@@ -1,5 +1,5 @@
 """The one builder of RayJobs: a ``ray.io/v1`` RayJob whose RayCluster is one slice group of a
-:class:`~raytpu.components.ray_cluster_args.TpuRayClusterArgs`, at a fixed slice count, built
+:class:`~raytpu.spec.ray_cluster.TpuRayClusterArgs`, at a fixed slice count, built
 from the same pod templates as the stack's RayCluster (:mod:`raytpu.components.ray_groups`).
 
 Used by the stack's ``raytpu:jobs``, by ``raytpu submit --team`` (the bundled trainer and a
@@ -27,8 +27,7 @@ from typing import Any
 
 import pulumi
 import yaml
-from raytpu.components.k8s_objects import ObjectMeta, PodTemplateSpec, ResourceRequirements
-from raytpu.components.ray_cluster_args import TpuRayClusterArgs
+from raytpu.components.k8s_objects import ObjectMeta, PodTemplateSpec
 from raytpu.components.ray_cluster_validation import args_problems
 from raytpu.components.ray_groups import ray_cluster_spec
 from raytpu.components.ray_pod_templates import pod_template
@@ -40,6 +39,8 @@ from raytpu.components.ray_resources import (
     wire_value,
 )
 from raytpu.facts.names import DNS_LABEL, IMAGE_DIGEST, NODEPOOL_LABEL, RAYJOB_NAME_MAX_LEN
+from raytpu.spec.pod_resources import ResourceRequirements
+from raytpu.spec.ray_cluster import TpuRayClusterArgs
 
 JOB_LABEL = "raytpu.io/job"
 PART_OF = {"app.kubernetes.io/part-of": "raytpu"}

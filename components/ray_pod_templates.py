@@ -12,7 +12,6 @@ restricted Pod Security Standard, its writable paths, and each TPU host's resour
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import pulumi
@@ -21,18 +20,14 @@ from raytpu.components.k8s_objects import (
     PodSecurityContext,
     PodSpec,
     PodTemplateSpec,
-    ResourceRequirements,
     SecurityContext,
     Toleration,
     Volume,
     VolumeMount,
 )
 from raytpu.facts import versions
-from raytpu.facts.catalog import TPU_RESOURCE, SliceShape
-
-# Share of the VM a Ray worker requests: the rest is left to kubelet/system reservations and
-# the node's DaemonSets (TPU device plugin, GKE metadata server, logging).
-NODE_FRACTION = 0.8
+from raytpu.facts.catalog import TPU_RESOURCE
+from raytpu.spec.pod_resources import ResourceRequirements
 
 WEBHOOK_LABEL = "app.kubernetes.io/name"  # the TPU webhook's objectSelector; never override
 TPU_TOLERATION: Toleration = {"key": TPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
@@ -166,19 +161,5 @@ def pod_template(
     if tolerations:
         spec["tolerations"] = list(tolerations)
     return {"metadata": {"labels": dict(labels)}, "spec": spec}
-
-
-def worker_resources(shape: SliceShape) -> ResourceRequirements:
-    """Container resources of one TPU host pod: every chip, ~80% of the VM's CPU and memory."""
-    vcpu, gb = shape.host_vcpus, shape.host_memory_gb
-    cpu = str(math.floor(vcpu * NODE_FRACTION))
-    memory = f"{math.floor(gb * NODE_FRACTION)}G"
-    chips = str(shape.chips_per_vm)
-    # Memory and chips as limits too (no overcommit, guaranteed chips); no CPU limit: one pod
-    # per VM, and CFS throttling only hurts the input pipeline.
-    return {
-        "requests": {"cpu": cpu, "memory": memory, TPU_RESOURCE: chips},
-        "limits": {"memory": memory, TPU_RESOURCE: chips},
-    }
 
 

@@ -26,14 +26,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 import pulumi
 from pulumi import _types
 from pulumi_kubernetes.apiextensions import CustomResource
-from raytpu.components.k8s_objects import (
-    ObjectMeta,
-    PodTemplateSpec,
-    ResourceRequirements,
-    SecurityContext,
-    VolumeMount,
-)
+from raytpu.components.k8s_objects import ObjectMeta, PodTemplateSpec, SecurityContext, VolumeMount
 from raytpu.facts.versions import RAY_API_VERSION
+from raytpu.spec.pod_resources import ResourceRequirements
+from raytpu.spec.ray_cluster import AuthMode
 
 RAYCLUSTER_TYPE = f"kubernetes:{RAY_API_VERSION}:RayCluster"
 RAYJOB_TYPE = f"kubernetes:{RAY_API_VERSION}:RayJob"
@@ -56,7 +52,6 @@ else:
 
 AutoscalerVersion = Literal["v1", "v2"]
 UpscalingMode = Literal["Default", "Aggressive", "Conservative"]
-AuthMode = Literal["disabled", "token"]
 SubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
 SUBMISSION_MODES: tuple[str, ...] = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
 CLUSTER_SELECTOR_KEY = "ray.io/cluster"  # KubeRay utils.RayJobClusterSelectorKey

@@ -2,7 +2,7 @@
 (one worker group per slice group), a GMP PodMonitoring and an optional internal load
 balancer for the dashboard.
 
-The rooms: inputs in :mod:`~raytpu.components.ray_cluster_args`, their checks in
+The rooms: inputs in :mod:`~raytpu.spec.ray_cluster`, their checks in
 :mod:`~raytpu.components.ray_cluster_validation`, group shaping (the RayCluster spec) in
 :mod:`~raytpu.components.ray_groups`, pod templates in
 :mod:`~raytpu.components.ray_pod_templates`, environment in :mod:`~raytpu.components.ray_env`,
@@ -25,8 +25,6 @@ from raytpu.components.k8s_objects import (
 )
 from raytpu.components.monitoring import PodMonitoring, ray_pod_monitoring_spec
 from raytpu.components.ray_access import auth_token_command, dashboard_command
-from raytpu.components.ray_cluster_args import TpuRayClusterArgs as TpuRayClusterArgs
-from raytpu.components.ray_cluster_args import TpuWorkerGroup as TpuWorkerGroup
 from raytpu.components.ray_cluster_validation import args_problems, image_is_pinned
 from raytpu.components.ray_gcs_ft import CA_KEY
 from raytpu.components.ray_groups import group_summary, ray_cluster_spec
@@ -34,6 +32,8 @@ from raytpu.components.ray_pod_templates import HEAD_PORTS
 from raytpu.components.ray_resources import RayCluster
 from raytpu.facts import versions
 from raytpu.facts.problems import ArgsError
+from raytpu.spec.ray_cluster import TpuRayClusterArgs as TpuRayClusterArgs
+from raytpu.spec.ray_cluster import TpuWorkerGroup as TpuWorkerGroup
 
 GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
 ILB_ANNOTATION = "networking.gke.io/load-balancer-type"

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 import yaml
-from raytpu.components.ray_pod_templates import worker_resources
 from raytpu.config.fit import HEADROOM, parse_quantity, request_problems
 from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config, stack_warnings
 from raytpu.facts.catalog import GENERATIONS, slice_shape
 from raytpu.facts.machines import GENERAL_PURPOSE_MACHINES, MACHINE_RESOURCES, node_allocatable
+from raytpu.spec.pod_resources import worker_resources
 
 
 def _raw(**overrides: Any) -> dict[str, Any]:

@@ -13,27 +13,32 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"raytpu": ROOT / "infra", "raytpu.components": ROOT / "components",
             "raytpu.workloads": ROOT / "workloads"}
 
-# Each role package and the packages it may import (besides itself). Nothing imports up.
+# Each role package and the packages it may import (besides itself). Nothing imports up:
+# facts -> spec -> config -> components/program -> plan/operations -> cli, the trainer
+# (workloads) on facts and spec alone; only the CLI runs the trainer (train/run --local).
+_BELOW_PROGRAM = {"raytpu.facts", "raytpu.spec", "raytpu.config", "raytpu.components"}
 ALLOWED: dict[str, set[str]] = {
     "raytpu.facts": set(),
-    "raytpu.components": {"raytpu.facts"},
-    "raytpu.workloads": {"raytpu.facts"},
-    "raytpu.policy": {"raytpu.facts"},
-    "raytpu.config": {"raytpu.facts", "raytpu.components", "raytpu.workloads"},
-    "raytpu.program": {"raytpu.facts", "raytpu.components", "raytpu.workloads",
-                       "raytpu.config"},
-    "raytpu.plan": {"raytpu.facts", "raytpu.components", "raytpu.workloads", "raytpu.config",
-                    "raytpu.program", "raytpu.policy"},
-    "raytpu.operations": {"raytpu.facts", "raytpu.components", "raytpu.workloads",
-                          "raytpu.config", "raytpu.program", "raytpu.policy", "raytpu.plan"},
-    "raytpu.rehearse": {"raytpu.facts", "raytpu.components", "raytpu.workloads",
-                        "raytpu.config", "raytpu.program", "raytpu.policy", "raytpu.plan",
-                        "raytpu.operations"},
-    "raytpu.cli": {"raytpu.facts", "raytpu.components", "raytpu.workloads", "raytpu.config",
-                   "raytpu.program", "raytpu.policy", "raytpu.plan", "raytpu.operations",
-                   "raytpu.rehearse"},
+    "raytpu.spec": {"raytpu.facts"},
+    "raytpu.config": {"raytpu.facts", "raytpu.spec"},
+    "raytpu.components": {"raytpu.facts", "raytpu.spec"},
+    "raytpu.workloads": {"raytpu.facts", "raytpu.spec"},
+    "raytpu.policy": {"raytpu.facts", "raytpu.spec"},
+    "raytpu.program": _BELOW_PROGRAM,
+    "raytpu.plan": _BELOW_PROGRAM | {"raytpu.program", "raytpu.policy"},
+    "raytpu.operations": _BELOW_PROGRAM | {"raytpu.program", "raytpu.policy", "raytpu.plan"},
+    "raytpu.rehearse": _BELOW_PROGRAM | {"raytpu.program", "raytpu.policy", "raytpu.plan",
+                                         "raytpu.operations"},
+    "raytpu.cli": _BELOW_PROGRAM | {"raytpu.program", "raytpu.policy", "raytpu.plan",
+                                    "raytpu.operations", "raytpu.rehearse", "raytpu.workloads"},
     "raytpu": {"raytpu.cli"},  # raytpu/__init__ (nothing) and __main__ (the CLI)
 }
+
+# What the lower layers must never load at import time: a stack's configuration is parsed,
+# and a job's options read, without the provider SDKs or the trainer's frameworks.
+HEAVY = ("pulumi", "pulumi_gcp", "pulumi_kubernetes", "pulumi_docker_build", "pulumi_policy",
+         "torch", "torch_xla", "ray", "jax", "kubernetes")
+LIGHT_ROLES = ("raytpu.facts", "raytpu.spec", "raytpu.config")
 
 
 def modules() -> dict[str, Path]:
@@ -209,3 +214,98 @@ def test_a_circle_through_a_package_init_is_found() -> None:
 
 def test_a_cycle_is_found() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _runtime_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements that run when the module is imported: at module level and in
+    class bodies, not in functions and not under ``if TYPE_CHECKING:``."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.append(node)
+            elif isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    walk(node.body)
+                walk(node.orelse)
+            elif isinstance(node, ast.Try):
+                walk([*node.body, *node.orelse, *node.finalbody])
+                for handler in node.handlers:
+                    walk(handler.body)
+            elif isinstance(node, ast.With | ast.ClassDef):
+                walk(node.body)
+
+    walk(tree.body)
+    return found
+
+
+def heavy_imports_at_load(start: str) -> dict[str, list[str]]:
+    """What loading ``start`` imports from :data:`HEAVY`, following raytpu's own module-level
+    imports (and the package ``__init__``s they run): ``{raytpu module: [heavy package]}``."""
+    found = modules()
+    known = set(found)
+    seen: set[str] = set()
+    heavy: dict[str, list[str]] = {}
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = found[name]
+        tree = ast.parse(path.read_text())
+        package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
+        for node in _runtime_imports(tree):
+            targets = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                       [node.module or ""] if not node.level else [])
+            if isinstance(node, ast.ImportFrom) and node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                targets = [f"{parent}.{node.module}" if node.module else parent]
+            if isinstance(node, ast.ImportFrom):
+                base = targets[0]
+                targets += [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known]
+            for target in targets:
+                top = target.split(".")[0]
+                if top in HEAVY:
+                    heavy.setdefault(name, []).append(target)
+                dotted = target.split(".")
+                todo += [p for p in (".".join(dotted[:i]) for i in range(1, len(dotted) + 1))
+                         if p in known]
+    return heavy
+
+
+def test_facts_spec_and_config_load_no_provider_sdk_or_framework() -> None:
+    """Parsing a stack's configuration or a job's options loads no Pulumi, torch or Ray."""
+    light = sorted(m for m in modules() if role(m) in LIGHT_ROLES)
+    assert "raytpu.config.validate" in light and "raytpu.spec.training" in light
+    assert {m: heavy_imports_at_load(m) for m in light if heavy_imports_at_load(m)} == {}
+
+
+def test_the_heavy_import_check_sees_through_raytpu_modules() -> None:
+    """It does flag a layer above (the components load pulumi), and only runtime imports."""
+    assert "raytpu.components.network" in heavy_imports_at_load("raytpu.components.network")
+    assert heavy_imports_at_load("raytpu.components") == {}  # the barrel is lazy
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pulumi\n"
+                     "def f():\n    import torch\nclass C:\n    import ray\n")
+    assert [a.name for n in _runtime_imports(tree) for a in n.names] == ["TYPE_CHECKING", "ray"]
+
+
+def test_no_module_reads_the_components_barrel() -> None:
+    """Inside the package, names come from their defining module: ``from raytpu.components
+    import X`` would tie the importer to every component's module."""
+    found = modules()
+    readers = []
+    for name, path in found.items():
+        if name == "raytpu.components":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "raytpu.components":
+                names = [a.name for a in node.names
+                         if f"raytpu.components.{a.name}" not in found]
+                if names:
+                    readers.append(f"{name}: {', '.join(names)}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "raytpu" and any(
+                    a.name == "components" for a in node.names):
+                readers.append(f"{name}: from raytpu import components")
+    assert readers == []

@@ -18,7 +18,7 @@ from raytpu.facts.catalog import GENERATIONS, slice_shape, topology_chips, valid
 from raytpu.facts.slice_group import SliceGroup
 from raytpu.plan.cost import cost_of
 from raytpu.plan.engine import PlanResult, run_program
-from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
+from raytpu.spec.training import LaunchOptions, TrainConfig, from_argv, to_argv
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_POOL = "gcp:container/nodePool:NodePool"

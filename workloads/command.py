@@ -24,8 +24,9 @@ from typing import IO, Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+from raytpu.spec.scaling import COMMAND_ENV_VARS
+from raytpu.spec.training import LaunchOptions, TrainConfig
 
-from .config import LaunchOptions, TrainConfig
 from .context import SliceContext, command_env
 from .gang import ATTEMPT_ENV, COORDINATOR_ENV, SLICE_HOSTS_ENV, fit_on_slices
 from .tpu_env import host_identity
@@ -33,9 +34,6 @@ from .tpu_env import host_identity
 FLUSH_S = 0.2  # a host sends its output at least this often
 POLL_S = 0.2  # the driver prints it this often
 PYTHONS = ("python", "python3")
-# In a command run's runtime environment (job driver, Ray Train controller and workers): Ray
-# Train would move each worker into its run folder; the command runs in the working dir.
-COMMAND_ENV_VARS = {"RAY_CHDIR_TO_TRIAL_DIR": "0"}
 
 
 class CommandFailed(RuntimeError):

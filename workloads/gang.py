@@ -29,9 +29,8 @@ from ray.train.v2.api.config import CheckpointConfig, FailureConfig, RunConfig, 
 from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
 from ray.util.tpu import get_tpu_coordinator_env_vars
 from raytpu.facts.versions import Ports
-
-from .config import LaunchOptions, TrainConfig
-from .scaling import TrainScaling
+from raytpu.spec.scaling import TrainScaling
+from raytpu.spec.training import LaunchOptions, TrainConfig
 
 GLOO_TIMEOUT = timedelta(minutes=10)
 # Set by the backend on every worker of a worker group (:func:`_TpuGlooBackend.on_start`).
@@ -192,7 +191,7 @@ def fit_on_slices(train_fn: Callable[[dict[str, Any]], None], loop_config: dict[
 
 def request_capacity(request: list[dict[str, Any]]) -> None:
     """Ask the autoscaler for the run's hosts (persistent until the next call; ``[]``
-    withdraws it). See :mod:`raytpu.workloads.scaling` for why Ray Train's own slice
+    withdraws it). See :mod:`raytpu.spec.scaling` for why Ray Train's own slice
     reservation cannot scale a group up from zero."""
     from ray.autoscaler.sdk import request_resources
 

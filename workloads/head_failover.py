@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from raytpu.facts.catalog import slice_shape
+from raytpu.spec.scaling import RUNTIME_ENV_VARS, WORKER_GROUP_START_TIMEOUT_ENV
 
 from .gcs_redis import GcsRedis, redis_server, tls_front
 from .launcher import HOLDING, RESIDENT_HOSTS
 from .local_cluster import LocalClusterError, LocalSlices, SimHost
 from .processes import kill_group, kill_pids, marked, psutil_module, wait_group_gone, wait_pids_gone
-from .scaling import RUNTIME_ENV_VARS, WORKER_GROUP_START_TIMEOUT_ENV
 
 DRIVER_TIMEOUT_S = 300.0
 RAYLET_EXIT_TIMEOUT_S = 90.0  # without GCS FT: Ray's own reconnect timeout is 60 s

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import ray
 import ray.train
+from raytpu.spec.training import TrainConfig
 
-from .config import TrainConfig
 from .loop import HostPlace
 from .metrics import MfuBasis
 from .ray_hooks import RayHooks

@@ -1,6 +1,6 @@
 """The same Llama-style decoder in plain JAX, sharded with ``jax.sharding``; and AdamW.
 
-One :class:`~raytpu.workloads.presets.LlamaConfig` sizes both frameworks' models; the
+One :class:`~raytpu.spec.presets.LlamaConfig` sizes both frameworks' models; the
 parameter count is the same closed form (tested). Parameters are a dict of arrays with
 the layers stacked on a leading axis (one ``lax.scan`` over them: the compile time does
 not grow with depth). Sharding follows the torch trainer's rule
@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
+from raytpu.spec.presets import LlamaConfig
+from raytpu.spec.training import OptimConfig
 
-from .config import OptimConfig
-from .presets import LlamaConfig
 from .sharding import BATCH_AXES, FSDP, partition_spec
 
 Params = dict[str, Any]

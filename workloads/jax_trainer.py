@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from raytpu.spec.presets import LlamaConfig
+from raytpu.spec.training import TrainConfig
 
-from .config import TrainConfig
 from .data import ShardedBatches
 from .loop import Hooks, HostPlace, hold
 from .metrics import MfuBasis, step_record
-from .presets import LlamaConfig
 from .schedule import lr_at
 from .sharding import BATCH_AXES
 from .tokens import load_tokens

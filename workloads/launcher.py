@@ -25,15 +25,15 @@ from typing import Any
 import ray
 import ray.train
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+from raytpu.spec.scaling import TrainScaling
+from raytpu.spec.training import LaunchOptions, TrainConfig, from_argv
 
-from .config import LaunchOptions, TrainConfig, from_argv
 from .gang import TpuGlooConfig as TpuGlooConfig
 from .gang import fit_on_slices
 from .gang import slice_ids as slice_ids
 from .metrics import MetricsSink, MetricsWriter, ProgressFile
 from .ray_hooks import RayHooks
 from .resident import NAMESPACE, HostsCallback, fit_resident
-from .scaling import TrainScaling
 
 POLL_S = 0.5  # driver: drain the metrics sink this often
 PROGRESS_WRITE_S = 5.0

@@ -1,5 +1,5 @@
 """A Llama-style decoder in plain ``torch.nn``: RMSNorm, rotary positions, SwiGLU MLP and
-grouped-query attention, sized by a :class:`~raytpu.workloads.presets.LlamaConfig`.
+grouped-query attention, sized by a :class:`~raytpu.spec.presets.LlamaConfig`.
 
 The same module runs in eager PyTorch, on XLA:CPU and on TPU. Weight names follow Meta's
 checkpoints (``attention.wq``, ``feed_forward.w1``...), so the FSDP rules and a future
@@ -16,9 +16,8 @@ from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
+from raytpu.spec.presets import LlamaConfig
 from torch import nn
-
-from .presets import LlamaConfig
 
 
 class RMSNorm(nn.Module):

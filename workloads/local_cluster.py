@@ -34,8 +34,8 @@ from types import TracebackType
 from typing import Self
 
 from raytpu.facts.catalog import SliceShape
+from raytpu.spec import ray_auth
 
-from . import ray_auth
 from .gcs_redis import GcsRedis
 from .processes import (
     free_port,

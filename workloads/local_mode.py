@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from raytpu.facts.catalog import slice_shape
-
-from .config import LaunchOptions, TrainConfig
+from raytpu.spec.training import LaunchOptions, TrainConfig
 
 if TYPE_CHECKING:
     from .command import CommandResult

@@ -24,8 +24,7 @@ from raytpu.facts.ray_metrics import (
     TAG_KEYS,
     TRAINER_METRICS,
 )
-
-from .flops import AnyModel, train_flops_per_token
+from raytpu.spec.flops import AnyModel, train_flops_per_token
 
 REQUIRED_FIELDS = ("step", "loss", "tokens_per_s", "step_time_s", "mfu", "attempt", "retrained",
                    "framework", "processes", "global_devices")
@@ -96,7 +95,7 @@ class MfuBasis:
         seq_len: int | None = None, *, framework: str = "torch", processes: int = 1,
         global_devices: int = 1,
     ) -> MfuBasis:
-        """``raytpu.workloads.flops``' formula against the catalog's peak of every chip."""
+        """``raytpu.spec.flops``' formula against the catalog's peak of every chip."""
         return cls(
             flops_per_token=train_flops_per_token(model, seq_len),
             peak_flops=shape.peak_bf16_flops * slices,

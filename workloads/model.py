@@ -11,9 +11,8 @@ import math
 
 import torch
 import torch.nn.functional as F
+from raytpu.spec.training import ModelConfig
 from torch import nn
-
-from .config import ModelConfig
 
 
 class Block(nn.Module):

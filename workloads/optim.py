@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from raytpu.spec.training import OptimConfig
 from torch import nn
 
-from .config import OptimConfig
 from .schedule import lr_at
 
 __all__ = ["build_optimizer", "lr_at", "materialize_state", "optimizer_step", "set_lr"]

@@ -33,11 +33,11 @@ from typing import Any
 import ray
 from ray.util.placement_group import PlacementGroup, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from raytpu.spec.scaling import SCALE_UP_TIMEOUT_S, WORKER_GROUP_START_TIMEOUT_ENV, TrainScaling
+from raytpu.spec.training import LaunchOptions, TrainConfig
 
-from .config import LaunchOptions, TrainConfig
 from .gang import group_envs, host_order, request_capacity, setup_worker, worker_info
 from .ray_hooks import RayHooks
-from .scaling import SCALE_UP_TIMEOUT_S, WORKER_GROUP_START_TIMEOUT_ENV, TrainScaling
 
 NAMESPACE = "raytpu"
 """The Ray namespace of a resident run's driver, its actors and placement group: a

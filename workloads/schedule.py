@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from .config import OptimConfig
+from raytpu.spec.training import OptimConfig
 
 
 def lr_at(step: int, total_steps: int, cfg: OptimConfig) -> float:

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from raytpu.spec.presets import LlamaConfig
+from raytpu.spec.training import TrainConfig
 
-from .config import TrainConfig
 from .data import ShardedBatches
 from .llama import Llama
 from .loop import Hooks, HostPlace, hold
@@ -28,7 +29,6 @@ from .metrics import MfuBasis, step_record
 from .model import ByteLM
 from .optim import build_optimizer, lr_at, materialize_state, optimizer_step, set_lr
 from .parallel import Parallelism
-from .presets import LlamaConfig
 from .tokens import load_tokens
 
 STATE_FILE = "state.pt"

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
-from raytpu.workloads.train_options import BadFlags
+from raytpu.spec.train_options import BadFlags
 
 
 def exit_bad(problems: list[str]) -> typer.Exit:

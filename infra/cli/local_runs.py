@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from raytpu.workloads.train_options import BadFlags
+from raytpu.spec.train_options import BadFlags
 
 DEFAULT = Path("raytpu-runs")
 IGNORE_ALL = "# Created by raytpu: runs and checkpoints, not source.\n*\n"

@@ -18,8 +18,8 @@ import typer
 from raytpu.cli.exits import bad_flags_or_refused, exit_bad
 from raytpu.cli.local_runs import DEFAULT as DEFAULT_CHECKPOINT_DIR
 from raytpu.cli.local_runs import CheckpointDir, storage_path
-from raytpu.workloads.config import LaunchOptions
-from raytpu.workloads.train_options import BadFlags
+from raytpu.spec.train_options import BadFlags
+from raytpu.spec.training import LaunchOptions
 
 WorkingDir = Annotated[Path | None, typer.Option(
     "--working-dir", help="Folder the command runs in, uploaded with the job")]
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
         exit status."""
         from raytpu.operations import own_code
         from raytpu.operations.submit import load_stack, slice_group_of
-        from raytpu.workloads.config import TrainConfig
+        from raytpu.spec.training import TrainConfig
 
         try:
             problems = [] if local else [

@@ -27,8 +27,8 @@ from raytpu.cli.own_code import (
     trainer_flags_given,
 )
 from raytpu.cli.own_code import register as register_own_code
-from raytpu.workloads.config import LaunchOptions, ModelConfig, OptimConfig, TrainConfig
-from raytpu.workloads.train_options import BadFlags, build_config
+from raytpu.spec.train_options import BadFlags, build_config
+from raytpu.spec.training import LaunchOptions, ModelConfig, OptimConfig, TrainConfig
 
 # -- options shared by train and submit -------------------------------------------------
 

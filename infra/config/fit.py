@@ -172,7 +172,7 @@ def kuberay_problems(cfg: StackConfig) -> list[str]:
                 for key, value in (("webhookImage", k.webhook_image),
                                    ("multiHostIndexing", k.multi_host_indexing))
                 if value is not None]
-    from raytpu.components.kuberay_operator import split_image
+    from raytpu.spec.kuberay_operator import split_image
 
     image = k.webhook_image or versions.TPU_WEBHOOK_IMAGE.reference
     try:
@@ -192,7 +192,7 @@ def kuberay_problems(cfg: StackConfig) -> list[str]:
 
 def fit_problems(cfg: StackConfig) -> list[str]:
     """Every scheduling / Ray-acceptance problem of a structurally valid stack."""
-    from raytpu.components.ray_pod_templates import worker_resources  # no cycle at import
+    from raytpu.spec.pod_resources import worker_resources  # no cycle at import
 
     problems = head_problems(cfg) + kuberay_problems(cfg)
     for i, s in enumerate(cfg.slices):

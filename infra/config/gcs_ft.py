@@ -39,6 +39,7 @@ class MemorystoreConfig(_Model):
     memory_size_gb: int = Field(1, ge=1, le=300)
     """The GCS of a few hundred nodes holds megabytes; 1 GB is the smallest instance."""
     redis_version: str = "REDIS_7_2"
+    """Memorystore's Redis version (``REDIS_7_2``)."""
     create_private_service_access: bool = True
     """Reserve a range in the VPC and peer it with Google's services (private service
     access); false when the VPC already has that peering (one per VPC)."""
@@ -62,7 +63,9 @@ class ExistingRedisConfig(_Model):
 
 class GcsFaultToleranceConfig(_Model):
     memorystore: MemorystoreConfig | None = None
+    """A Memorystore for Redis instance the stack creates (give this or ``existingRedis``)."""
     existing_redis: ExistingRedisConfig | None = None
+    """A Redis that exists already (give this or ``memorystore``)."""
     worker_reconnect_timeout_seconds: int | None = None
     """How long a worker's raylet waits for a new head; unset: KubeRay's 600."""
 

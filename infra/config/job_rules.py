@@ -11,14 +11,14 @@ from raytpu.facts.names import RAYJOB_NAME_MAX_LEN
 
 if TYPE_CHECKING:
     from raytpu.config.stack import StackConfig
-    from raytpu.workloads.config import LaunchOptions, TrainConfig
+    from raytpu.spec.training import LaunchOptions, TrainConfig
 
 
 def train_config(cfg: StackConfig, job: JobConfig) -> tuple[TrainConfig, LaunchOptions]:
     """The job's trainer and launcher settings, validated like ``raytpu submit``'s flags.
-    Raises :class:`~raytpu.workloads.train_options.BadFlags`."""
-    from raytpu.workloads.config import LaunchOptions
-    from raytpu.workloads.train_options import build_config, trainer_defaults
+    Raises :class:`~raytpu.spec.train_options.BadFlags`."""
+    from raytpu.spec.train_options import build_config, trainer_defaults
+    from raytpu.spec.training import LaunchOptions
 
     group = next(s for s in cfg.slices if s.name == job.slice_group)
     shape = group.shape
@@ -40,10 +40,10 @@ def train_config(cfg: StackConfig, job: JobConfig) -> tuple[TrainConfig, LaunchO
 
 def job_fit(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
     """The job's ``fit`` object: the estimate ``raytpu submit`` makes and refuses by
-    (:func:`raytpu.workloads.fit.check_run`, the smallest fitting shape searched in the
+    (:func:`raytpu.spec.memory_fit.check_run`, the smallest fitting shape searched in the
     stack's zone), for the trainer the job's RayJob runs on its slice group's shape.
-    Raises :class:`~raytpu.workloads.train_options.BadFlags` (as :func:`train_config`)."""
-    from raytpu.workloads.fit import check_run
+    Raises :class:`~raytpu.spec.train_options.BadFlags` (as :func:`train_config`)."""
+    from raytpu.spec.memory_fit import check_run
 
     train, _ = train_config(cfg, job)
     group = next(s for s in cfg.slices if s.name == job.slice_group)
@@ -61,7 +61,7 @@ def job_fits(cfg: StackConfig) -> list[dict[str, Any]]:
 def job_problems(cfg: StackConfig) -> list[str]:
     """What no field type can check: names, the slice group, the slice count, the TTL rule
     and the trainer's options (the trainer's own validation, keyed by stack path)."""
-    from raytpu.workloads.train_options import BadFlags
+    from raytpu.spec.train_options import BadFlags
 
     problems: list[str] = []
     groups = {s.name: s for s in cfg.slices}

@@ -20,19 +20,32 @@ class TrainOptions(ConfigModel):
     camelCase; unset ones keep the trainer's defaults (``logEvery``: 10 on TPU, as submit)."""
 
     steps: int | None = Field(None, ge=1)
+    """Optimizer steps of the run."""
     data: str | None = None
     """Folder, file or ``gs://`` prefix of text, as the cluster sees it."""
     checkpoint_every: int | None = Field(None, ge=1)
+    """Steps between checkpoints."""
     batch_per_host: int | None = Field(None, ge=1)
+    """Sequences per host per step."""
     n_layers: int | None = Field(None, ge=1)
+    """Transformer layers of the bundled model."""
     d_model: int | None = Field(None, ge=1)
+    """Model width."""
     n_heads: int | None = Field(None, ge=1)
+    """Attention heads."""
     seq_len: int | None = Field(None, ge=1)
+    """Tokens per sequence."""
     lr: float | None = Field(None, gt=0)
+    """Peak learning rate."""
     warmup_steps: int | None = Field(None, ge=0)
+    """Linear warmup steps before the cosine decay."""
     seed: int | None = None
+    """Seed of the initialization and the data order."""
     compile: bool | None = None
+    """Trace the step once with ``torch.compile(backend="openxla")``; unset: the trainer's
+    default."""
     log_every: int | None = Field(None, ge=1)
+    """Steps between metric lines (10 on TPU, as ``raytpu submit``)."""
     max_failures: int | None = Field(None, ge=0)
     """Worker-group restarts Ray Train may do."""
     run_name: str | None = None

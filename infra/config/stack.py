@@ -2,9 +2,9 @@
 :func:`raytpu.config.validate.parse_stack_config` parses and checks).
 
 Where a stack key is exactly a component's input, its type *is* the component's Args
-(``raytpu:cluster.systemPool`` is :class:`~raytpu.components.SystemPoolArgs`,
-``masterAuthorizedNetworks[]`` :class:`~raytpu.components.AuthorizedNetwork`,
-``raytpu:network.existing`` :class:`~raytpu.components.ExistingNetwork`): the stack is parsed
+(``raytpu:cluster.systemPool`` is :class:`~raytpu.spec.gke_cluster.SystemPoolArgs`,
+``masterAuthorizedNetworks[]`` :class:`~raytpu.spec.gke_cluster.AuthorizedNetwork`,
+``raytpu:network.existing`` :class:`~raytpu.spec.network.ExistingNetwork`): the stack is parsed
 in JSON mode, so pydantic builds those dataclasses from the camelCase keys, strictly, and
 their own checks run once, as the stack is parsed.
 
@@ -26,20 +26,6 @@ from functools import cached_property
 from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
-from raytpu.components import (
-    AuthorizedNetwork,
-    CheckpointStorageArgs,
-    ExistingNetwork,
-    FleetMonitoringArgs,
-    GkeClusterArgs,
-    ImageRegistryArgs,
-    KubeRayOperatorArgs,
-    MaintenancePolicyArgs,
-    NetworkArgs,
-    SystemPoolArgs,
-    TpuRayClusterArgs,
-    TrainerImageArgs,
-)
 from raytpu.config.base import ConfigModel as _Model
 from raytpu.config.base import Quantity
 from raytpu.config.gcs_ft import GcsFaultToleranceConfig
@@ -48,6 +34,18 @@ from raytpu.config.teams import TeamConfig
 from raytpu.facts import versions
 from raytpu.facts.catalog import SliceShape, slice_shape
 from raytpu.facts.slice_group import SliceGroup
+from raytpu.spec.gke_cluster import (
+    AuthorizedNetwork,
+    GkeClusterArgs,
+    MaintenancePolicyArgs,
+    SystemPoolArgs,
+)
+from raytpu.spec.kuberay_operator import KubeRayOperatorArgs
+from raytpu.spec.monitoring import FleetMonitoringArgs
+from raytpu.spec.network import ExistingNetwork, NetworkArgs
+from raytpu.spec.ray_cluster import TpuRayClusterArgs
+from raytpu.spec.registry import ImageRegistryArgs, TrainerImageArgs
+from raytpu.spec.storage import CheckpointStorageArgs
 
 NAMESPACE = "raytpu"
 
@@ -64,20 +62,34 @@ class Autoscaling(_Model):
     """Elastic slices: how many slices of this shape may exist at once."""
 
     min: int = Field(0, ge=0)
+    """The fewest slices the group keeps (0: it may scale to none)."""
     max: int = Field(ge=1)
+    """The most slices: the group's node pools (each pool scales atomically 0 <-> hosts)."""
 
 
 class SliceGroupConfig(_Model):
     """One entry of ``raytpu:slices``: ``count`` slices of one TPU shape."""
 
     name: str
+    """A DNS label, unique, at most 24 characters: the node pools and the Ray worker group
+    are named from it."""
     tpu: str
+    """Accelerator type: ``v4-16``, ``v5litepod-16`` (or ``v5e-16``), ``v5p-32``,
+    ``v6e-64``, ... (``raytpu catalog`` lists them)."""
     topology: str | None = None
+    """Chip topology (``4x4``, ``2x2x4``); unset: the type's default. It must have the type's
+    chip count and be one Ray accepts."""
     count: int = Field(1, ge=1)
+    """Slices of this shape (the initial slices when ``autoscaling`` is set)."""
     autoscaling: Autoscaling | None = None
+    """Elastic slices ``{min, max}``; unset: exactly ``count`` slices."""
     spot: bool = False
+    """Spot VMs (cheaper, preemptible)."""
     reservation: str | None = None
+    """Consume this specific Compute Engine reservation."""
     machine_type: str | None = None
+    """Where a type has several VM shapes (v5e/v6e 8 chips: ``-8t`` one host or ``-4t`` two
+    hosts); unset: the fewest hosts."""
     env: dict[str, str] = {}
     """Extra environment of this group's Ray containers (e.g. TPU runtime flags)."""
     labels: dict[str, str] = {}
@@ -120,9 +132,11 @@ class ClusterConfig(_Model):
     config_only: ClassVar[frozenset[str]] = frozenset({"name", "regional"})
 
     name: str = "raytpu"
+    """GKE cluster name: a DNS label of at most 40 characters (GKE's limit)."""
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     min_master_version: str | None = None
     regional: bool = False
+    """A regional control plane (the zone's region) instead of a zonal one."""
     deletion_protection: bool = True
     master_ipv4_cidr_block: str = "172.16.0.32/28"
     master_authorized_networks: tuple[AuthorizedNetwork, ...] = ()
@@ -131,7 +145,7 @@ class ClusterConfig(_Model):
     """Allow outside traffic on GKE's DNS-based control-plane endpoint (IAM-authorized);
     the kubeconfig and the Kubernetes provider use it."""
     system_pool: SystemPoolArgs = SystemPoolArgs()
-    """The component's own Args (camelCase keys), checked by them as the stack is parsed."""
+    """The CPU node pool of kube-system, the operators and the Ray head."""
     dataplane_v2: bool = True
     """GKE Dataplane V2, which enforces the NetworkPolicies. Set at creation: changing it
     replaces the cluster."""
@@ -161,6 +175,7 @@ class KubeRayConfig(_Model):
 
     mode: Literal["helm", "gke-addon"] = "helm"
     version: str = versions.KUBERAY_VERSION
+    """KubeRay operator chart version (helm mode)."""
     namespace: str = "kuberay-system"
     webhook_version: str = versions.CHARTS["kuberay-tpu-webhook"].version
     cert_manager_version: str = versions.CHARTS["cert-manager"].version
@@ -189,6 +204,7 @@ class RayConfig(_Model):
                                                        "gcs_fault_tolerance"})
 
     version: str = versions.RAY_VERSION
+    """Ray version of the RayCluster (``rayVersion``); the image must run the same."""
     cluster_name: str = "raytpu"
     namespace: str = "ray"
     service_account: str = "ray-workload"
@@ -197,6 +213,7 @@ class RayConfig(_Model):
     builds workloads/Dockerfile and pushes it to its Artifact Registry repository, and the
     pods name it by digest."""
     image_build: ImageBuildConfig = ImageBuildConfig()
+    """How the stack builds the trainer image when ``image`` is not given."""
     image_tag: str = "latest"
     """The tag the stack's build pushes (pods use the digest)."""
     idle_timeout_seconds: int = Field(600, ge=0)
@@ -212,8 +229,8 @@ class RayConfig(_Model):
     auth: Literal["token", "disabled"] = "token"
     """Ray token authentication for the dashboard, Job Submission API and GCS."""
     gcs_fault_tolerance: GcsFaultToleranceConfig | None = None
-    """The GCS in Redis, so that workers outlive a head restart (:mod:`raytpu.config.gcs_ft`);
-    the Args get a :class:`~raytpu.components.GcsFaultTolerance` built from it."""
+    """Keep the Ray GCS in Redis, so that the workers and the run outlive a restart of the
+    head (KubeRay's GCS fault tolerance); unset: off."""
 
 
 class StorageConfig(_Model):
@@ -236,6 +253,7 @@ class RegistryConfig(_Model):
 
     create: bool = True
     repository: str = "raytpu"
+    """Artifact Registry repository of the trainer image."""
 
 
 class ProjectConfig(_Model):
@@ -270,6 +288,7 @@ class MonitoringConfig(_Model):
     config_only: ClassVar[frozenset[str]] = frozenset({"enabled", "alert_after"})
 
     enabled: bool = True
+    """PodMonitoring for the Ray pods, the dashboard and the slice alert."""
     alert_after: str = "10m"
     """How long a slice group may have fewer available slices than it should before the
     alert fires: ``<n>s``, ``<n>m`` or ``<n>h``, a whole number of minutes."""
@@ -288,22 +307,35 @@ class StackConfig(_Model):
     """The whole validated stack: what the program and the CLI work from."""
 
     stack: str = Field(alias="stack")
+    """The stack's name (from the file name, not a key of it)."""
     project: str = Field(alias="gcp:project")
+    """GCP project ID: 6-30 lowercase letters, digits and ``-``, starting with a letter."""
     zone: str = Field(alias="raytpu:zone")
+    """Zone of the TPU slices (and of the cluster unless regional)."""
     slices: list[SliceGroupConfig] = Field(alias="raytpu:slices", min_length=1)
+    """The TPU slice groups: each entry is one shape, its node pools and its Ray worker group."""
     cluster: ClusterConfig = Field(ClusterConfig(), alias="raytpu:cluster")
+    """The GKE cluster: its control plane, system pool and maintenance."""
     network: NetworkConfig = Field(NetworkConfig(), alias="raytpu:network")
+    """The VPC (created or adopted) and its firewall rules."""
     kuberay: KubeRayConfig = Field(KubeRayConfig(), alias="raytpu:kuberay")
+    """The KubeRay operator: Helm charts with the TPU webhook, or GKE's Ray Operator add-on."""
     ray: RayConfig = Field(RayConfig(), alias="raytpu:ray")
+    """The shared RayCluster: its head, image, autoscaling and fault tolerance."""
     storage: StorageConfig = Field(StorageConfig(), alias="raytpu:storage")
+    """The checkpoint bucket and the Ray pods' Workload Identity access to it."""
     registry: RegistryConfig = Field(RegistryConfig(), alias="raytpu:registry")
+    """The Artifact Registry repository of the trainer image."""
     project_settings: ProjectConfig = Field(ProjectConfig(), alias="raytpu:project")
+    """What the stack may change on the GCP project itself."""
     teams: list[TeamConfig] = Field([], alias="raytpu:teams")
-    jobs: list[JobConfig] = Field([], alias="raytpu:jobs")
-    """Training jobs emitted as RayJobs (:mod:`raytpu.config.jobs`)."""
     """Teams sharing the fleet through Kueue; empty: one RayCluster, no queueing."""
+    jobs: list[JobConfig] = Field([], alias="raytpu:jobs")
+    """Training jobs emitted as RayJobs (the GitOps path; ``raytpu manifests`` writes them)."""
     cost: CostConfig = Field(CostConfig(), alias="raytpu:cost")
+    """Negotiated prices replacing the list prices in `raytpu cost` and the plan."""
     monitoring: MonitoringConfig = Field(MonitoringConfig(), alias="raytpu:monitoring")
+    """The Cloud Monitoring dashboard, the slice alert and the Ray pods' scraping."""
 
     # Keys of other namespaces that a stack file may carry and we ignore (providers').
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)

@@ -73,7 +73,7 @@ def control_plane_cidr_problem(value: str) -> str | None:
 # The Kubernetes label on Ray worker pods and the Ray node label on their raylets naming the
 # slice group (``raytpu:slices[].name``): KubeRay copies a worker group's ``labels`` onto
 # both, and Ray's autoscaler gives the group's node type the same labels, so a capacity
-# request selecting it scales exactly that group (raytpu.workloads.scaling).
+# request selecting it scales exactly that group (raytpu.spec.scaling).
 SLICE_GROUP_LABEL = "raytpu.io/slice-group"
 
 

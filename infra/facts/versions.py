@@ -113,7 +113,7 @@ class GoComponent:
 KUBERNETES_VERSION = "1.36.3"
 # The module proxy lists ray-operator v1.7.0 but refuses its download (403 "not available",
 # 2026-12-05); v1.5.0 is the newest it serves. The stacks keep KUBERAY_VERSION: the
-# rehearsal says which operator it ran and what 1.5.0 lacks (README "Rehearse a stack").
+# rehearsal says which operator it ran and what 1.5.0 lacks (docs/rehearsal.md).
 REHEARSAL_KUBERAY_VERSION = "1.5.0"
 _KR = "github.com/ray-project/kuberay/ray-operator"
 REHEARSAL_COMPONENTS: tuple[GoComponent, ...] = (

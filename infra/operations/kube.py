@@ -34,7 +34,7 @@ class NoKubeconfig(StatusError):
 
 
 def credentials_hint(cfg: StackConfig) -> str:
-    """What to do when no kubeconfig names the cluster (README "Reaching the control plane")."""
+    """What to do when no kubeconfig names the cluster (docs/deploying.md)."""
     flag = " --dns-endpoint" if cfg.cluster.dns_endpoint else ""
     return (f"pass --kubeconfig FILE, or fetch credentials with `gcloud container clusters "
             f"get-credentials {cfg.cluster.name} --location {cfg.cluster_location} "

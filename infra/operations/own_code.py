@@ -20,7 +20,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from raytpu.workloads.train_options import BadFlags
+from raytpu.spec.scaling import COMMAND_ENV_VARS
+from raytpu.spec.train_options import BadFlags
 
 # Never uploaded, wherever they sit in the working directory (gitignore syntax); a folder
 # holding pyvenv.cfg (a virtual environment of any name) is excluded by its path too.
@@ -219,8 +220,6 @@ def runtime_env(cmd: Command, *, base_env: dict[str, str],
     """Ray's runtime environment of the job: the working directory (a local folder, which
     the Job Submission client uploads, or ``working_dir``: a URI already holding it), the
     environment (``base_env``, then ``--env``) and the requirements."""
-    from raytpu.workloads.command import COMMAND_ENV_VARS
-
     env: dict[str, object] = {
         "working_dir": working_dir or str(cmd.package.path),
         "env_vars": {**base_env, **COMMAND_ENV_VARS, **cmd.env},

@@ -190,7 +190,7 @@ def queue_of(team: TeamConfig, queues: list[dict[str, Any]]) -> dict[str, Any] |
 
 
 def status_view(cfg: StackConfig, snapshot: ClusterSnapshot) -> dict[str, Any]:
-    """The status object (documented in README "Status") of ``cfg`` as ``snapshot`` shows it."""
+    """The status object (documented in docs/monitoring.md) of ``cfg`` as ``snapshot`` shows it."""
     nodes_by_pool: dict[str, list[Any]] = defaultdict(list)
     for n in snapshot.nodes:
         pool = (n.metadata.labels or {}).get(NODEPOOL_LABEL)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raytpu.workloads import ray_auth
-from raytpu.workloads.config import LaunchOptions, TrainConfig, to_argv
-from raytpu.workloads.scaling import RUNTIME_ENV_VARS
-from raytpu.workloads.train_options import BadFlags, build_config
+from raytpu.spec import ray_auth
+from raytpu.spec.scaling import RUNTIME_ENV_VARS
+from raytpu.spec.train_options import BadFlags, build_config
+from raytpu.spec.training import LaunchOptions, TrainConfig, to_argv
 
 
 class SubmitError(RuntimeError):
@@ -27,7 +27,7 @@ class SubmitError(RuntimeError):
 
 
 class DoesNotFit(BadFlags):
-    """The bundled trainer's model does not fit the slice (:mod:`raytpu.workloads.fit`):
+    """The bundled trainer's model does not fit the slice (:mod:`raytpu.spec.memory_fit`):
     the refusal's lines, and the submission it would have been (its ``fit`` has the
     numbers, which ``--dry-run`` still prints)."""
 
@@ -186,7 +186,7 @@ def build_submission(
                              "resident": resident}
     refusal = None
     if command is None:
-        from raytpu.workloads.fit import check_run
+        from raytpu.spec.memory_fit import check_run
 
         # Bytes per chip and FLOPs per step of this model on this slice, before anything
         # is contacted; a job that cannot fit is refused (a user's own command is not ours

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from raytpu.facts.names import IMAGE_DIGEST as DIGEST
-from raytpu.workloads.train_options import BadFlags
+from raytpu.spec.train_options import BadFlags
 
 RAY_GROUP, RAY_VERSION, RAYJOB_PLURAL = "ray.io", "v1", "rayjobs"
 TEAM_LABEL = "raytpu.io/team"
@@ -217,7 +217,7 @@ def prepare_team_command(*, stack: str, stacks_dir: Any, team: str, slice_group:
     from raytpu.config.team_rules import team_checkpoint_uri
     from raytpu.operations.own_code import runtime_env
     from raytpu.operations.submit import build_submission, load_stack
-    from raytpu.workloads.scaling import RUNTIME_ENV_VARS
+    from raytpu.spec.scaling import RUNTIME_ENV_VARS
 
     cfg = load_stack(stack, stacks_dir)
     group = team_slice_group(cfg, team, slice_group)

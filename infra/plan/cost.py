@@ -124,7 +124,7 @@ def _gcs_redis(cfg: StackConfig) -> dict[str, Any] | None:
 
 
 def cost_of(cfg: StackConfig) -> dict[str, Any]:
-    """The stack's fleet cost as one JSON-ready object (documented in README "Cost")."""
+    """The stack's fleet cost as one JSON-ready object (documented in docs/monitoring.md)."""
     groups = [_group(cfg, s.group) for s in cfg.slices]
     system = _system_pool(cfg)
     redis = _gcs_redis(cfg)

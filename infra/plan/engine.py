@@ -120,7 +120,7 @@ class PlanResult:
         raise KeyError(f"{type_} {name!r} is not in the plan")
 
     def to_dict(self, show_secrets: bool = False) -> dict[str, Any]:
-        """``raytpu plan --json`` (README "Plan JSON")."""
+        """``raytpu plan --json`` (docs/plan.md)."""
         unknown: list[str] = []
         outputs = presented(self.raw_outputs, "outputs", unknown, show_secrets)
         return {

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from raytpu.config.job_rules import job_fits
 from raytpu.plan.tables import PlanTable
-from raytpu.workloads.fit import gib, shape_name
+from raytpu.spec.memory_fit import gib, shape_name
 
 if TYPE_CHECKING:
     from raytpu.plan.engine import PlanResult
@@ -47,7 +47,7 @@ def job_tables(result: PlanResult) -> list[PlanTable]:
                 f"{job['name']} does not fit: per chip params {gib(b['params'])}, grads "
                 f"{gib(b['grads'])}, optimizer {gib(b['optimizer'])}, activations "
                 f"{gib(b['activations'])} ({fit['hbm_source']}); raytpu submit would refuse it")
-    notes.append(f"bytes per chip as raytpu submit estimates them (raytpu.workloads.fit); "
+    notes.append(f"bytes per chip as raytpu submit estimates them (raytpu.spec.memory_fit); "
                  f"{round(100 * jobs[0]['fit']['usable_fraction'])} % of HBM is planned for; "
                  f"smallest that fits: the fewest chips of any TPU offered in zone "
                  f"{result.config.zone}, at the job's slice count")

@@ -159,7 +159,7 @@ def mandatory(violations: list[Violation]) -> list[Violation]:
 
 def plan_document(result: PlanResult, violations: list[Violation] | None, *,
                   show_secrets: bool = False) -> dict[str, Any]:
-    """``raytpu plan --json``'s object (README "Reading the plan"): the plan's view model,
+    """``raytpu plan --json``'s object (docs/plan.md): the plan's view model,
     with the policy results unless the policies were turned off (``violations`` None)."""
     doc = result.to_dict(show_secrets)
     if violations is not None:

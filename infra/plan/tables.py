@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from raytpu.plan.values import shown
 
 if TYPE_CHECKING:
-    from raytpu.components import MaintenancePolicyArgs
     from raytpu.plan.engine import PlanResult
+    from raytpu.spec.gke_cluster import MaintenancePolicyArgs
 
 
 @dataclass(frozen=True)

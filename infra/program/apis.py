@@ -47,7 +47,8 @@ def stack_apis(cfg: StackConfig) -> dict[str, str]:
 
 def declare_project_services(cfg: StackConfig) -> ProjectServices | None:
     """Enable the stack's APIs (``None`` when the project's APIs are managed elsewhere)."""
-    from raytpu.components.project_services import ProjectServices, ProjectServicesArgs
+    from raytpu.components.project_services import ProjectServices
+    from raytpu.spec.project_services import ProjectServicesArgs
 
     apis = stack_apis(cfg)
     if not apis:

@@ -14,14 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
-from raytpu.components import (
-    CheckpointStorageArgs,
-    GkeClusterArgs,
-    ImageRegistryArgs,
-    NetworkArgs,
-    TpuSlicePoolArgs,
-    TrainerImageArgs,
-)
+from raytpu.components.tpu_slice_pool import TpuSlicePoolArgs
 from raytpu.config.schema import From, build_args
 from raytpu.config.stack import ConfigError, SliceGroupConfig, StackConfig
 from raytpu.facts import versions
@@ -31,6 +24,10 @@ from raytpu.program.kueue_program import kueue_problems
 from raytpu.program.monitoring_program import monitoring_args
 from raytpu.program.ray_program import ray_problems
 from raytpu.program.training_job import training_rayjob
+from raytpu.spec.gke_cluster import GkeClusterArgs
+from raytpu.spec.network import NetworkArgs
+from raytpu.spec.registry import ImageRegistryArgs, TrainerImageArgs
+from raytpu.spec.storage import CheckpointStorageArgs
 
 # Stands in for outputs of components not declared yet, so that every Args is built (and
 # validated) before the first resource exists; `dataclasses.replace` wires the real ones.

@@ -19,8 +19,8 @@ from raytpu.components.memorystore import (
     MemorystoreRedis,
     MemorystoreRedisArgs,
 )
-from raytpu.components.ray_cluster_args import GcsFaultTolerance
 from raytpu.config.stack import StackConfig
+from raytpu.spec.ray_cluster import GcsFaultTolerance
 
 # Before the instance exists (validation, `raytpu plan` of the RayJobs alone): its shape.
 PENDING_ADDRESS = f"rediss://memorystore-pending:{TLS_PORT}"

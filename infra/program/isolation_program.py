@@ -15,7 +15,6 @@ from typing import Any
 
 import pulumi
 from raytpu.components.gcp_resources import ProjectIamMember
-from raytpu.components.kuberay_operator import WEBHOOK_NAMESPACE
 from raytpu.components.monitoring import PodMonitoring, ray_pod_monitoring_spec
 from raytpu.components.network_policy import (
     OperatorPeer,
@@ -23,12 +22,15 @@ from raytpu.components.network_policy import (
     RayNetworkPoliciesArgs,
 )
 from raytpu.components.ray_pod_templates import WORKER_PORTS
-from raytpu.components.storage import CheckpointStorage, CheckpointStorageArgs
-from raytpu.components.team_access import TeamAccess, TeamAccessArgs
+from raytpu.components.storage import CheckpointStorage
+from raytpu.components.team_access import TeamAccess
 from raytpu.config.stack import StackConfig
 from raytpu.config.team_rules import team_bucket_name, team_checkpoint_uri
 from raytpu.config.teams import TEAM_SERVICE_ACCOUNT, team_namespace
 from raytpu.facts import versions
+from raytpu.spec.kuberay_operator import WEBHOOK_NAMESPACE
+from raytpu.spec.storage import CheckpointStorageArgs
+from raytpu.spec.team_access import TeamAccessArgs
 
 # The port name the Ray containers give Ray's metrics port (the PodMonitoring scrapes it).
 METRICS_PORT = next(n for n, p in WORKER_PORTS if p == versions.Ports.RAY_METRICS)

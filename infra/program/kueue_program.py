@@ -7,7 +7,7 @@ Where each number comes from:
   (``quota`` nominal, ``borrowing`` borrowing limit); groups of one shape share a flavor and
   their quotas add up;
 * its CPU and memory quota = what its TPU quota can run at once: every host pod of every
-  slice (the worker pods' requests, :func:`raytpu.components.tpu_ray_cluster.worker_resources`)
+  slice (the worker pods' requests, :func:`raytpu.spec.pod_resources.worker_resources`)
   plus, per slice (at most one job per slice), one Ray head (``raytpu:ray.headCpu`` /
   ``headMemory``) and one K8sJobMode submitter (Kueue counts KubeRay's default, 500m / 200Mi).
 """
@@ -20,15 +20,8 @@ from decimal import Decimal
 from typing import Any
 
 import pulumi
-from raytpu.components.kueue import Kueue, KueueArgs
-from raytpu.components.kueue_queues import (
-    HostQuota,
-    KueueQueues,
-    KueueQueuesArgs,
-    TeamQueue,
-    TpuFlavor,
-    TpuQuota,
-)
+from raytpu.components.kueue import Kueue
+from raytpu.components.kueue_queues import KueueQueues
 from raytpu.components.ray_job import SUBMITTER_RESOURCES
 from raytpu.config.fit import parse_quantity
 from raytpu.config.key_paths import Keys
@@ -36,6 +29,8 @@ from raytpu.config.stack import StackConfig
 from raytpu.config.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
 from raytpu.facts.catalog import SliceShape
 from raytpu.facts.names import NODEPOOL_LABEL
+from raytpu.spec.kueue import KueueArgs
+from raytpu.spec.kueue_queues import HostQuota, KueueQueuesArgs, TeamQueue, TpuFlavor, TpuQuota
 
 # The submitter requests the one RayJob builder sets (KubeRay's defaults), which Kueue v0.19.2
 # counts for a K8sJobMode RayJob's submitter PodSet (pkg/controller/jobs/rayjob/
@@ -57,7 +52,7 @@ def tpu_flavors(cfg: StackConfig) -> dict[str, TpuFlavor]:
 
 
 def _worker_requests(shape: SliceShape) -> tuple[Decimal, Decimal]:
-    from raytpu.components.ray_pod_templates import worker_resources  # the one sizing
+    from raytpu.spec.pod_resources import worker_resources  # the one sizing
 
     requests = worker_resources(shape)["requests"]
     return parse_quantity(requests["cpu"]), parse_quantity(requests["memory"])

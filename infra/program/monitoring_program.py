@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
-from raytpu.components.monitoring import FleetMonitoring, FleetMonitoringArgs, MonitoredSliceGroup
+from raytpu.components.monitoring import FleetMonitoring
 from raytpu.config.key_paths import Keys
 from raytpu.config.schema import shared_fields
 from raytpu.config.stack import ConfigError, StackConfig
+from raytpu.spec.monitoring import FleetMonitoringArgs, MonitoredSliceGroup
 
 # Where FleetMonitoringArgs' fields come from (the rest: raytpu:monitoring.<camelCase>).
 _KEYS = Keys("raytpu:monitoring", {

@@ -1,5 +1,5 @@
 """The stack's Ray settings as component Args: ``raytpu:ray`` and ``raytpu:slices`` ->
-:class:`~raytpu.components.ray_cluster_args.TpuRayClusterArgs`, and the stack keys problems
+:class:`~raytpu.spec.ray_cluster.TpuRayClusterArgs`, and the stack keys problems
 are reported against. Shared by the RayCluster (:mod:`raytpu.program.ray_program`) and the RayJobs
 (:mod:`raytpu.program.training_job`), which shape their clusters the same way.
 """
@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pulumi
-from raytpu.components.ray_cluster_args import TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.config.key_paths import Keys
 from raytpu.config.schema import shared_fields
 from raytpu.config.stack import StackConfig
 from raytpu.program.gcs_ft_program import for_jobs, gcs_fault_tolerance
+from raytpu.spec.ray_cluster import TpuRayClusterArgs, TpuWorkerGroup
 
 if TYPE_CHECKING:
     from raytpu.components.memorystore import MemorystoreRedis

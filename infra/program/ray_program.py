@@ -13,11 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from raytpu.components.kuberay_operator import (
-    WEBHOOK_NAMESPACE,
-    KubeRayOperator,
-    KubeRayOperatorArgs,
-)
+from raytpu.components.kuberay_operator import KubeRayOperator
 from raytpu.components.ray_cluster_validation import args_problems
 from raytpu.components.tpu_ray_cluster import TpuRayCluster
 from raytpu.config.key_paths import Keys
@@ -28,6 +24,7 @@ from raytpu.facts.versions import version_tuple
 from raytpu.program.isolation_program import build_stack_namespace_policies
 from raytpu.program.ray_cluster_config import cluster_args, ray_keys
 from raytpu.program.training_job import training_rayjob
+from raytpu.spec.kuberay_operator import WEBHOOK_NAMESPACE, KubeRayOperatorArgs
 
 if TYPE_CHECKING:
     from raytpu.components.memorystore import MemorystoreRedis

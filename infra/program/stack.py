@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pulumi
-from raytpu.components import (
-    CheckpointStorage,
-    GkeCluster,
-    ImageRegistry,
-    Network,
-    TpuSlicePool,
-    TrainerImage,
-)
 from raytpu.components.gcp_resources import ENGINE_VERSIONS_TOKEN
+from raytpu.components.gke_cluster import GkeCluster
+from raytpu.components.network import Network
+from raytpu.components.registry import ImageRegistry, TrainerImage
+from raytpu.components.storage import CheckpointStorage
+from raytpu.components.tpu_slice_pool import TpuSlicePool
 from raytpu.config.stack import NAMESPACE, ConfigError, StackConfig
 from raytpu.config.validate import stack_warnings
 from raytpu.facts.names import SYSTEM_POOL

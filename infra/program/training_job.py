@@ -18,9 +18,9 @@ from raytpu.config.jobs import JobConfig
 from raytpu.config.stack import ConfigError, StackConfig
 from raytpu.facts.names import SYSTEM_POOL
 from raytpu.program.ray_cluster_config import cluster_args
-from raytpu.workloads.config import to_argv
-from raytpu.workloads.scaling import RUNTIME_ENV_VARS
-from raytpu.workloads.train_options import BadFlags
+from raytpu.spec.scaling import RUNTIME_ENV_VARS
+from raytpu.spec.train_options import BadFlags
+from raytpu.spec.training import to_argv
 
 if TYPE_CHECKING:
     from raytpu.components.memorystore import MemorystoreRedis

@@ -25,7 +25,7 @@ class QueueOutcome:
     chips_in_use: int
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON entry (README "Rehearse a stack locally": ``queues[]``)."""
+        """The JSON entry (docs/rehearsal.md: ``queues[]``)."""
         return {"team": self.team, "clusterQueue": self.cluster_queue, "active": self.active,
                 "reason": self.reason, "admitted": self.admitted, "pending": self.pending,
                 "chipsInUse": self.chips_in_use}

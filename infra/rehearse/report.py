@@ -1,4 +1,4 @@
-"""``raytpu rehearse``'s output: the JSON object (README "Rehearse a stack locally") and the
+"""``raytpu rehearse``'s output: the JSON object (docs/rehearsal.md) and the
 text a person reads, both from one :class:`~raytpu.rehearse.run.Rehearsal`."""
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from raytpu.components import (
     TpuWorkerGroup,
     slice_shape,
 )
-from raytpu.components.existing_gke_cluster import STACK_OUTPUTS
 from raytpu.plan.engine import PlanResult
 from raytpu.plan.mocks import _FAKE_CA, RecordingMocks
+from raytpu.spec.existing_gke_cluster import STACK_OUTPUTS
 from test_gke_cluster import gke_args
 
 SA = f"tpu-nodes@{PROJECT}.iam.gserviceaccount.com"

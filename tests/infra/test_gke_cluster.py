@@ -19,10 +19,10 @@ from infra_support import (
     run_alone,
 )
 from raytpu.components import AuthorizedNetwork, GkeCluster, GkeClusterArgs, SystemPoolArgs
-from raytpu.components.gke_cluster_args import NODE_SERVICE_ACCOUNT_ROLES
 from raytpu.components.gke_version_policy import GkeVersionError, check_gke_version
 from raytpu.facts.versions import version_tuple
 from raytpu.plan.engine import PlanResult
+from raytpu.spec.gke_cluster import NODE_SERVICE_ACCOUNT_ROLES
 
 
 def gke_args(**kw: Any) -> GkeClusterArgs:

@@ -14,13 +14,12 @@ from raytpu.components.monitoring import (
     TPU_DUTY_CYCLE,
     TPU_MEMORY_USED,
     FleetMonitoring,
-    FleetMonitoringArgs,
     LabelMappingArgs,
-    MonitoredSliceGroup,
 )
 from raytpu.config.stack import ConfigError
 from raytpu.facts.ray_metrics import MFU, TOKENS_PER_S
 from raytpu.plan.engine import PlanResult, load_stack_file, run_program
+from raytpu.spec.monitoring import FleetMonitoringArgs, MonitoredSliceGroup
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 ALERT = "gcp:monitoring/alertPolicy:AlertPolicy"

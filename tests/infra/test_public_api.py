@@ -162,11 +162,10 @@ def test_the_comparison_sees_a_different_message() -> None:
 
 def test_the_readme_composition_example_runs(calls: list[tuple[str, dict[str, Any]]]) -> None:
     """``calls`` answers the example's cluster lookup."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Using the components in your own Pulumi program"):]
-    code = section[section.index("```python\n") + len("```python\n"):]
+    page = (REPO / "docs" / "components.md").read_text()
+    code = page[page.index("```python\n") + len("```python\n"):]
     code = code[:code.index("```")]
-    plan = run_alone(lambda: exec(compile(code, "README.md", "exec"), {}))
+    plan = run_alone(lambda: exec(compile(code, "docs/components.md", "exec"), {}))
     pools = plan.by_type("gcp:container/nodePool:NodePool")
     assert sorted(p.inputs["name"] for p in pools) == ["v5e-0", "v5e-1"]
     assert len(plan.by_type("kubernetes:ray.io/v1:RayCluster")) == 1

@@ -10,7 +10,9 @@ from infra_support import REPO
 from raytpu.plan.engine import PlanResult
 from raytpu.plan.render import summary_line
 
-README = (REPO / "README.md").read_text()
+# The README and the pages under docs/ (each sample is in one of them).
+README = "\n".join(p.read_text() for p in [REPO / "README.md",
+                                          *sorted((REPO / "docs").glob("*.md"))])
 
 
 def samples(kind: str) -> list[tuple[str, str]]:

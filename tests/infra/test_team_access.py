@@ -11,11 +11,13 @@ from typing import Any
 import kubernetes_validate
 import pytest
 from infra_support import PROJECT, PROJECT_IAM, REPO, raw_config
-from raytpu.components.storage import CheckpointStorageArgs, prefix_condition
-from raytpu.components.team_access import TEAM_ROLE_RULES, TeamAccessArgs, rbac_subject
+from raytpu.components.storage import prefix_condition
+from raytpu.components.team_access import TEAM_ROLE_RULES
 from raytpu.config.stack import ConfigError
 from raytpu.plan.engine import PlanResult, run_program
 from raytpu.plan.objects import objects
+from raytpu.spec.storage import CheckpointStorageArgs
+from raytpu.spec.team_access import TeamAccessArgs, rbac_subject
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ray"))
 from netpol import Pod, allowed
@@ -258,8 +260,8 @@ def test_no_service_account_mounts_a_token_by_default() -> None:
             rc["spec"].get("enableInTreeAutoscaling")), stack
 
 
-def test_readme_says_members_cannot_open_a_job_dashboard() -> None:
+def test_the_teams_page_says_members_cannot_open_a_job_dashboard() -> None:
     # L-2: the Role grants neither pods/portforward nor a Secret read (asserted above), so
-    # the README must not leave a member expecting the dashboard.
-    readme = (REPO / "README.md").read_text()
-    assert "a member cannot open a job's Ray dashboard" in readme
+    # the docs must not leave a member expecting the dashboard.
+    page = (REPO / "docs" / "teams.md").read_text()
+    assert "a member cannot open a job's Ray dashboard" in " ".join(page.split())

@@ -11,13 +11,6 @@ import pytest
 import yaml
 from kueue_support import cel_problems, kueue_problems
 from raytpu.components.kueue import chart_values, manager_config
-from raytpu.components.kueue_queues import (
-    HostQuota,
-    KueueQueuesArgs,
-    TeamQueue,
-    TpuFlavor,
-    TpuQuota,
-)
 from raytpu.components.ray_pod_templates import TPU_TOLERATION
 from raytpu.config.fit import parse_quantity
 from raytpu.facts import versions
@@ -25,6 +18,7 @@ from raytpu.facts.slice_group import kueue_flavor_name as flavor_name
 from raytpu.plan.engine import PlanResult, run_program
 from raytpu.plan.objects import objects
 from raytpu.program.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY
+from raytpu.spec.kueue_queues import HostQuota, KueueQueuesArgs, TeamQueue, TpuFlavor, TpuQuota
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
@@ -145,7 +139,7 @@ def test_cluster_queues_carry_the_teams_quotas_in_chips(plan: PlanResult) -> Non
 
 def test_cpu_and_memory_quota_fits_the_jobs_the_tpu_quota_admits(plan: PlanResult) -> None:
     """vision: 1 pod16 slice (4 hosts) + 1 single (1 host), so up to 2 jobs at once."""
-    from raytpu.components.ray_pod_templates import worker_resources
+    from raytpu.spec.pod_resources import worker_resources
 
     cfg = plan.config
     (cpu_group,) = [g for g in _kueue(plan, "ClusterQueue")["vision"]["spec"]["resourceGroups"]
@@ -210,12 +204,12 @@ def test_manager_configuration_ray_integrations_and_wait_for_pods_ready(
 
 
 def manager_config_of_default() -> dict[str, Any]:
-    from raytpu.components.kueue import KueueArgs
+    from raytpu.spec.kueue import KueueArgs
     return manager_config(KueueArgs(node_selector={"cloud.google.com/gke-nodepool": "system"}))
 
 
 def test_chart_values_pin_the_release_image() -> None:
-    from raytpu.components.kueue import KueueArgs
+    from raytpu.spec.kueue import KueueArgs
     values = chart_values(KueueArgs())
     assert values["controllerManager"]["manager"]["image"] == {
         "repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2", "pullPolicy": "IfNotPresent"}

@@ -140,7 +140,7 @@ def test_kueue_admits_it_as_one_gang_within_the_team_quota(stacks: Path) -> None
 
 
 def test_a_job_beyond_quota_and_borrowing_is_refused(stacks: Path) -> None:
-    from raytpu.workloads.train_options import BadFlags
+    from raytpu.spec.train_options import BadFlags
 
     with pytest.raises(BadFlags, match=r"--slices: 3 slices of 'single' can never be admitted "
                                        r"for team 'speech': its quota 2 \+ borrowing 0 = 2"):

@@ -16,8 +16,8 @@ from raytpu.operations.submit import DoesNotFit, build_submission
 from raytpu.plan.engine import PlanResult
 from raytpu.plan.job_tables import job_tables
 from raytpu.plan.render import render_plan
-from raytpu.workloads.fit import gib
-from raytpu.workloads.train_options import trainer_defaults
+from raytpu.spec.memory_fit import gib
+from raytpu.spec.train_options import trainer_defaults
 from rich.console import Console
 
 # A byte GPT of ~9.7 B parameters, replicated on each chip (no preset: no FSDP), cannot fit a

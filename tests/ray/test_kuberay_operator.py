@@ -16,15 +16,11 @@ from typing import Any
 import pytest
 from pod_security import restricted_problems
 from ray_support import CHART, RAYCLUSTER, SAMPLES, plan_ray
-from raytpu.components.kuberay_operator import (
-    WEBHOOK_NAMESPACE,
-    KubeRayOperatorArgs,
-    chart_refs,
-)
 from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config
 from raytpu.facts import versions
 from raytpu.plan.engine import PlanResult
+from raytpu.spec.kuberay_operator import WEBHOOK_NAMESPACE, KubeRayOperatorArgs, chart_refs
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 

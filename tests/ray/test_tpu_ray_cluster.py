@@ -9,11 +9,12 @@ import pytest
 from ray_support import GSA, RAYCLUSTER, SAMPLES, plan_ray, run_program, semantic_problems
 from raytpu.components.ray_access import auth_secret_name
 from raytpu.components.ray_cluster_validation import args_problems, image_ray_version
-from raytpu.components.ray_pod_templates import WRITABLE_ENV, worker_resources
+from raytpu.components.ray_pod_templates import WRITABLE_ENV
 from raytpu.components.tpu_ray_cluster import TpuRayCluster, TpuRayClusterArgs, TpuWorkerGroup
 from raytpu.facts.catalog import GENERATIONS, slice_shape
 from raytpu.facts.machines import MACHINE_RESOURCES
 from raytpu.plan.engine import PlanError, PlanResult
+from raytpu.spec.pod_resources import worker_resources
 
 SERVICE = "kubernetes:core/v1:Service"
 KSA = "kubernetes:core/v1:ServiceAccount"

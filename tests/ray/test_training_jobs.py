@@ -21,8 +21,8 @@ from raytpu.config.validate import parse_stack_config
 from raytpu.facts.names import SLICE_GROUP_LABEL
 from raytpu.plan.engine import PlanResult
 from raytpu.program.training_job import training_rayjob
-from raytpu.workloads.config import from_argv
-from raytpu.workloads.scaling import RUNTIME_ENV_VARS
+from raytpu.spec.scaling import RUNTIME_ENV_VARS
+from raytpu.spec.training import from_argv
 
 Validate = Callable[[Mapping[str, Any]], list[str]]
 

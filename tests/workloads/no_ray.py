@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from raytpu.workloads.config import TrainConfig
+from raytpu.spec.training import TrainConfig
 from raytpu.workloads.trainer import META_FILE, read_checkpoint, write_checkpoint
 
 HERE = str(Path(__file__).resolve().parent)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from raytpu.cli.app import app
 from raytpu.cli.workloads import TRAINER_FLAGS
-from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
+from raytpu.spec.training import LaunchOptions, TrainConfig, from_argv, to_argv
 from typer.testing import CliRunner
 
 runner = CliRunner()
@@ -297,7 +297,7 @@ def test_a_checkpoint_dir_that_is_a_file_exits_2(tmp_path: Path) -> None:
 def test_local_data_paths_reach_the_hosts_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from raytpu.workloads.train_options import build_config, trainer_defaults
+    from raytpu.spec.train_options import build_config, trainer_defaults
 
     (tmp_path / "big.txt").write_text("text\n" * 100)
     (tmp_path / "t.json").write_text("{}")
@@ -315,7 +315,7 @@ def test_bad_flags_exit_2_and_a_refusal_exit_1_each_with_its_error_lines(
     """The one place ``train``, ``submit`` and ``run`` turn an expected error into an exit."""
     import typer
     from raytpu.cli.exits import bad_flags_or_refused
-    from raytpu.workloads.train_options import BadFlags
+    from raytpu.spec.train_options import BadFlags
 
     class Refused(Exception):
         pass

@@ -10,8 +10,8 @@ import pytest
 from raytpu.components.ray_env import tpu_env
 from raytpu.facts.catalog import slice_shape
 from raytpu.facts.versions import Ports
+from raytpu.spec.training import LaunchOptions, TrainConfig, from_argv, to_argv
 from raytpu.workloads import SliceContext, slice_context
-from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
 from raytpu.workloads.context import SliceContextError, command_env
 
 V5E_16 = slice_shape("v5litepod-16")  # 4 hosts x 4 chips, 4x4

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from raytpu.facts.catalog import GENERATIONS, accelerator_types, slice_shape
-from raytpu.workloads.config import ModelConfig, TrainConfig
-from raytpu.workloads.fit import (
+from raytpu.spec.flops import param_count, train_flops_per_step
+from raytpu.spec.memory_fit import (
     USABLE_FRACTION,
     check_run,
     estimate,
@@ -14,8 +14,8 @@ from raytpu.workloads.fit import (
     render_refusal,
     smallest_fitting,
 )
-from raytpu.workloads.flops import param_count, train_flops_per_step
-from raytpu.workloads.presets import preset
+from raytpu.spec.presets import preset
+from raytpu.spec.training import ModelConfig, TrainConfig
 
 EIGHT_B = preset("8b")
 

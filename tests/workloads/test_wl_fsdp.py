@@ -6,7 +6,7 @@ moments, partitioner-inserted all-gathers and reduce-scatters), checked three wa
 * sharded and replicated training give the same losses (tolerance 1e-4 relative: the
   partitioned program sums in another order; measured identical on XLA:CPU);
 * each device holds exactly 1/8 of the parameters, gradients and optimizer state;
-* the fit estimate (``raytpu.workloads.fit``) against what XLA really allocates: the
+* the fit estimate (``raytpu.spec.memory_fit``) against what XLA really allocates: the
   sharded state per device exactly (from the devices' shards), the whole step within 35%
   of the compiled step program's buffer assignment (XLA's own memory report, dumped with
   ``--xla_dump_to``), and activation checkpointing lowering both.
@@ -23,8 +23,8 @@ pytest.importorskip("torch_xla")
 
 from no_ray import run_on_xla_cpu
 from raytpu.facts.catalog import slice_shape
-from raytpu.workloads.fit import estimate
-from raytpu.workloads.presets import preset
+from raytpu.spec.memory_fit import estimate
+from raytpu.spec.presets import preset
 
 DEVICES = 8
 SHAPE = "v6e-8"  # one host of 8 chips: what the 8 virtual devices stand for
@@ -35,7 +35,7 @@ import glob, json, os, re
 os.environ["XLA_FLAGS"] = "--xla_dump_to={dump}"
 import torch_xla
 from raytpu.facts.catalog import slice_shape
-from raytpu.workloads.config import ModelConfig, TrainConfig
+from raytpu.spec.training import ModelConfig, TrainConfig
 from raytpu.workloads.fsdp import local_bytes
 from raytpu.workloads.metrics import MfuBasis
 from raytpu.workloads.parallel import SpmdDataParallel
@@ -147,7 +147,7 @@ def test_estimate_scales_state_with_the_shards() -> None:
 LAYOUT_SCRIPT = """
 import json
 import torch, torch_xla
-from raytpu.workloads.config import TrainConfig
+from raytpu.spec.training import TrainConfig
 from raytpu.workloads.optim import build_optimizer, materialize_state
 from raytpu.workloads.parallel import SpmdDataParallel
 from raytpu.workloads.trainer import build_model

@@ -32,7 +32,7 @@ rank, world, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 if world > 1:
     jax.distributed.initialize(f"127.0.0.1:{{port}}", world, rank)
 from raytpu.facts.catalog import slice_shape
-from raytpu.workloads.config import ModelConfig, TrainConfig
+from raytpu.spec.training import ModelConfig, TrainConfig
 from raytpu.workloads.jax_trainer import train_jax
 from raytpu.workloads.loop import HostPlace, RecordingHooks
 from raytpu.workloads.metrics import MfuBasis

@@ -10,14 +10,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from raytpu.workloads.flops import (  # noqa: E402
+from raytpu.spec.flops import (  # noqa: E402
     matmul_params,
     param_count,
     train_flops_per_step,
     train_flops_per_token,
 )
+from raytpu.spec.presets import PRESETS, UnknownPreset, preset  # noqa: E402
 from raytpu.workloads.llama import Llama  # noqa: E402
-from raytpu.workloads.presets import PRESETS, UnknownPreset, preset  # noqa: E402
 
 # Totals of the Hugging Face checkpoints (safetensors metadata / model cards).
 PUBLISHED = {"1b": 1_235_814_400, "3b": 3_212_749_824, "8b": 8_030_261_248,
@@ -84,7 +84,7 @@ def test_activation_checkpointing_gives_the_same_gradients() -> None:
 def test_a_preset_trains_in_eager_pytorch(text_dir: Path) -> None:
     from no_ray import InProcessHooks
     from raytpu.facts.catalog import slice_shape
-    from raytpu.workloads.config import ModelConfig, TrainConfig
+    from raytpu.spec.training import ModelConfig, TrainConfig
     from raytpu.workloads.metrics import MfuBasis
     from raytpu.workloads.trainer import HostPlace, make_parallelism, train
 

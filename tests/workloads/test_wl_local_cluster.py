@@ -21,7 +21,7 @@ pytest.importorskip("ray.train")
 pytest.importorskip("torch_xla")
 
 from raytpu.facts.catalog import slice_shape
-from raytpu.workloads.config import LaunchOptions, TrainConfig
+from raytpu.spec.training import LaunchOptions, TrainConfig
 from raytpu.workloads.local_cluster import LocalSlices
 from raytpu.workloads.processes import group_members
 

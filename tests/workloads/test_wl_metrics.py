@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from raytpu.facts.catalog import slice_shape
-from raytpu.workloads.config import ModelConfig
-from raytpu.workloads.flops import train_flops_per_token
+from raytpu.spec.flops import train_flops_per_token
+from raytpu.spec.training import ModelConfig
 from raytpu.workloads.metrics import (
     REQUIRED_FIELDS,
     MetricsSink,

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from raytpu.workloads.config import ModelConfig, OptimConfig  # noqa: E402
-from raytpu.workloads.flops import param_count, train_flops_per_token  # noqa: E402
+from raytpu.spec.flops import param_count, train_flops_per_token  # noqa: E402
+from raytpu.spec.training import ModelConfig, OptimConfig  # noqa: E402
 from raytpu.workloads.model import ByteLM  # noqa: E402
 from raytpu.workloads.optim import build_optimizer, lr_at, materialize_state  # noqa: E402
 

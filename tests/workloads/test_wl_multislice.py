@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("ray.train")
 pytest.importorskip("torch_xla")
 
-from raytpu.workloads.config import LaunchOptions, TrainConfig
+from raytpu.spec.training import LaunchOptions, TrainConfig
 from raytpu.workloads.launcher import slice_ids
 
 

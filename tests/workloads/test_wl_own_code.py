@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from raytpu.cli.app import app
-from raytpu.workloads.config import from_argv
+from raytpu.spec.training import from_argv
 from typer.testing import CliRunner
 
 pytest.importorskip("ray")
@@ -122,7 +122,7 @@ def test_the_package_is_what_ray_uploads_without_git_or_venvs(work: Path) -> Non
 
 def test_a_working_dir_over_rays_limit_names_size_limit_and_the_fix(work: Path) -> None:
     from raytpu.operations.own_code import package
-    from raytpu.workloads.train_options import BadFlags
+    from raytpu.spec.train_options import BadFlags
 
     (work / "weights").mkdir()
     (work / "weights" / "w.bin").write_bytes(bytes(range(256)) * 400)  # barely compressible

@@ -21,7 +21,7 @@ from raytpu.facts.ray_metrics import (
     TOKENS_PER_S,
     TRAINER_METRICS,
 )
-from raytpu.workloads.config import ModelConfig
+from raytpu.spec.training import ModelConfig
 from raytpu.workloads.metrics import (
     MetricsSink,
     MfuBasis,

@@ -20,7 +20,7 @@ pytest.importorskip("ray")
 pytest.importorskip("torch")
 
 from raytpu.facts.catalog import slice_shape
-from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
+from raytpu.spec.training import LaunchOptions, TrainConfig, from_argv, to_argv
 from raytpu.workloads.head_failover import (
     driver_process_env,
     resident_hosts,

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch_xla")
 
 from no_ray import run_on_xla_cpu
-from raytpu.workloads.config import ModelConfig
+from raytpu.spec.training import ModelConfig
 
 TINY = ModelConfig(n_layers=1, d_model=32, n_heads=2, seq_len=32)
 DEVICES = 4
@@ -31,7 +31,7 @@ def test_spmd_data_parallel_trains_on_virtual_devices(tmp_path: Path, text_dir: 
         import torch_xla.debug.metrics as met
         import torch_xla.runtime as xr
         from raytpu.facts.catalog import slice_shape
-        from raytpu.workloads.config import ModelConfig, TrainConfig
+        from raytpu.spec.training import ModelConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.parallel import SpmdDataParallel
         from raytpu.workloads.trainer import HostPlace, make_parallelism, train

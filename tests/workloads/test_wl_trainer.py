@@ -14,7 +14,7 @@ pytest.importorskip("torch_xla")
 import numpy as np  # noqa: E402
 from no_ray import InProcessHooks, run_on_xla_cpu, run_processes  # noqa: E402
 from raytpu.facts.catalog import slice_shape  # noqa: E402
-from raytpu.workloads.config import ModelConfig, TrainConfig  # noqa: E402
+from raytpu.spec.training import ModelConfig, TrainConfig  # noqa: E402
 from raytpu.workloads.metrics import MfuBasis  # noqa: E402
 from raytpu.workloads.trainer import HostPlace, make_parallelism, train  # noqa: E402
 from tokenizer_files import sentencepiece_model, word_level  # noqa: E402
@@ -80,7 +80,7 @@ def test_xla_step_compiles_once_and_matches_eager(tmp_path: Path, text_dir: Path
         f"""
         import dataclasses, json, torch_xla.debug.metrics as met
         from raytpu.facts.catalog import slice_shape
-        from raytpu.workloads.config import ModelConfig, TrainConfig
+        from raytpu.spec.training import ModelConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.trainer import HostPlace, make_parallelism, train
         from no_ray import InProcessHooks
@@ -145,7 +145,7 @@ def test_sync_free_adamw_matches_torch_adamw_and_resumes_exactly(
         f"""
         import json, pathlib, torch, torch_xla
         from raytpu.facts.catalog import slice_shape
-        from raytpu.workloads.config import ModelConfig, OptimConfig, TrainConfig
+        from raytpu.spec.training import ModelConfig, OptimConfig, TrainConfig
         from raytpu.workloads.metrics import MfuBasis
         from raytpu.workloads.model import ByteLM
         from raytpu.workloads.optim import (

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-import pulumi
-from raytpu.components.ray_resources import AuthMode
 from raytpu.facts import versions
 from raytpu.facts.catalog import SliceShape
 from raytpu.facts.slice_group import SliceGroup
+from raytpu.spec.inputs import Input
+
+# RayCluster spec.authOptions.mode (KubeRay >= 1.5): Ray token auth on every Ray port, or off.
+AuthMode = Literal["disabled", "token"]
 
 
 @dataclass(frozen=True)
@@ -59,19 +62,19 @@ class GcsFaultTolerance:
     """The GCS kept in an external Redis (KubeRay ``spec.gcsFaultToleranceOptions``): the
     worker nodes outlive a head restart and rejoin the new head with their ids."""
 
-    redis_address: pulumi.Input[str]
+    redis_address: Input[str]
     """``host:port``, ``redis://host:port``, or ``rediss://host:port`` for TLS (Ray 2.60)."""
     password_secret: str
     """Secret in the cluster's namespace holding the Redis password (never in the spec)."""
     password_key: str = "password"
     """The Secret's data key."""
-    password: pulumi.Input[str] | None = None
+    password: Input[str] | None = None
     """Declare ``password_secret`` with this value (a secret output, e.g. Memorystore's AUTH
     string); ``None``: the Secret exists already."""
     ca_config_map: str | None = None
     """ConfigMap in the namespace with the server's CA (``ca.crt``), mounted on the head for
     ``rediss://`` (``RAY_REDIS_CA_CERT``)."""
-    ca_cert: pulumi.Input[str] | None = None
+    ca_cert: Input[str] | None = None
     """Declare ``ca_config_map`` with this PEM; ``None``: it exists already."""
     worker_reconnect_timeout_s: int | None = None
     """How long a worker's raylet waits for a new GCS; ``None``: KubeRay's 600 s."""
@@ -88,9 +91,9 @@ class TpuRayClusterArgs:
     """Namespace of the RayCluster (created here with ``create_namespace``)."""
     service_account: str
     """Kubernetes service account of the Ray pods, bound to ``gsa_email``."""
-    gsa_email: pulumi.Input[str]
+    gsa_email: Input[str]
     """Google service account the pods act as (Workload Identity)."""
-    image: pulumi.Input[str]
+    image: Input[str]
     """Ray image, pinned (a digest: every host of a slice runs the same bits); an upstream
     Ray image's version must equal ``ray_version``."""
     worker_groups: Sequence[TpuWorkerGroup]

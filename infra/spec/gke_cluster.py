@@ -12,7 +12,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import pulumi
 from raytpu.facts.names import (
     ACCOUNT_ID,
     DNS_LABEL,
@@ -23,6 +22,7 @@ from raytpu.facts.names import (
 )
 from raytpu.facts.problems import args_error, ref
 from raytpu.facts.versions import version_tuple
+from raytpu.spec.inputs import Input, Resource
 
 RELEASE_CHANNELS = ("RAPID", "REGULAR", "STABLE")
 
@@ -220,13 +220,13 @@ class GkeClusterArgs:
     """A zone (zonal cluster) or a region (regional cluster)."""
     cluster_name: str
     """GKE cluster name (DNS label, at most ``names.CLUSTER_NAME_MAX_LEN`` characters)."""
-    network: pulumi.Input[str]
+    network: Input[str]
     """VPC name or self link (``Network.network``)."""
-    subnetwork: pulumi.Input[str]
+    subnetwork: Input[str]
     """Subnet name or self link (``Network.subnetwork``)."""
-    pods_range_name: pulumi.Input[str]
+    pods_range_name: Input[str]
     """Secondary range of the subnet for Pod IPs."""
-    services_range_name: pulumi.Input[str]
+    services_range_name: Input[str]
     """Secondary range of the subnet for Service IPs."""
     node_tags: tuple[str, ...] = ()
     """Network tags of the system pool's nodes (firewall rules target them)."""
@@ -262,7 +262,7 @@ class GkeClusterArgs:
     """Project roles of the node service account. Editor/Owner are refused."""
     resource_labels: Mapping[str, str] = field(default_factory=dict)
     """GCE labels on the cluster's resources (cost attribution)."""
-    api_dependencies: Sequence[pulumi.Resource] = ()
+    api_dependencies: Sequence[Resource] = ()
     """What the GKE version lookup (an invoke, which resource transformations do not reach)
     waits for: the enabled Kubernetes Engine API (``ProjectServices.resources``)."""
     managed_prometheus: bool = True

@@ -27,12 +27,16 @@ from typing import Any
 
 from raytpu.facts.names import SLICE_GROUP_LABEL
 
-from .config import TrainConfig
+from .training import TrainConfig
 
 # Cloud TPU VMs take minutes to come up from zero: Ray Train's default wait for its worker
 # group (60 s, RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S) would fail the run first.
 SCALE_UP_TIMEOUT_S = 1800
 WORKER_GROUP_START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
+
+# In a command run's runtime environment (job driver, Ray Train controller and workers): Ray
+# Train would move each worker into its run folder; the command runs in the working dir.
+COMMAND_ENV_VARS = {"RAY_CHDIR_TO_TRIAL_DIR": "0"}
 
 RUNTIME_ENV_VARS: dict[str, str] = {
     "PJRT_DEVICE": "TPU",

@@ -75,7 +75,7 @@ PRESETS: dict[str, LlamaConfig] = {
     )
 }
 BYTE_MODEL = "byte"
-"""The original 2-layer byte GPT (:class:`~raytpu.workloads.config.ModelConfig`), sized by
+"""The original 2-layer byte GPT (:class:`~raytpu.spec.training.ModelConfig`), sized by
 ``--n-layers``/``--d-model``/``--n-heads``: the default when no ``--model`` is given."""
 
 

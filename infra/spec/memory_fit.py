@@ -3,7 +3,7 @@
 :func:`estimate` takes the model, the slice shape (catalog), the number of slices, the
 sequences per host and the context, and returns bytes per chip by kind, against the
 generation's HBM per chip from :mod:`raytpu.facts.catalog` (which cites its Cloud TPU page), and
-FLOPs per step (:mod:`raytpu.workloads.flops`, the formula MFU uses) against the slices'
+FLOPs per step (:mod:`raytpu.spec.flops`, the formula MFU uses) against the slices'
 peak bf16 FLOP/s (catalog).
 
 Bytes per chip, with ``s`` the FSDP shards (the chips of one slice; 1 when replicated), P
@@ -23,7 +23,7 @@ the parameters, ``b`` the sequences per chip, T the context:
 * the trainer's step program also holds small buffers (the batch, scalars): not counted;
   :data:`USABLE_FRACTION` leaves room for them and for the runtime.
 
-The byte GPT (:class:`~raytpu.workloads.config.ModelConfig`) is counted with the same
+The byte GPT (:class:`~raytpu.spec.training.ModelConfig`) is counted with the same
 terms (4d MLP, no GQA).
 """
 
@@ -42,9 +42,9 @@ from raytpu.facts.catalog import (
     slice_shape,
 )
 
-from .config import ModelConfig, TrainConfig
 from .flops import AnyModel, param_count, train_flops_per_step
 from .presets import LlamaConfig
+from .training import ModelConfig, TrainConfig
 
 USABLE_FRACTION = 0.9
 """Share of HBM a job may plan to use: the runtime, XLA's scratch and fragmentation take

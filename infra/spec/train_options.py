@@ -1,5 +1,5 @@
 """The trainer's options, validated: flags (``raytpu train``/``submit``) and stack keys
-(``raytpu:jobs[].train``) in, a :class:`~raytpu.workloads.config.TrainConfig` out.
+(``raytpu:jobs[].train``) in, a :class:`~raytpu.spec.training.TrainConfig` out.
 
 Plain Python (no typer, torch or ray), so the CLI commands, ``raytpu submit`` and the
 stack's RayJobs share one validation without importing each other.
@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import ModelConfig, OptimConfig, TrainConfig
 from .presets import BYTE_MODEL, PRESETS
+from .training import ModelConfig, OptimConfig, TrainConfig
 
 
 class BadFlags(Exception):

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from .config import ModelConfig
 from .presets import LlamaConfig
+from .training import ModelConfig
 
 # Declared an alias: mypy took the bare union for a variable here (`mypy -p raytpu` failed).
 AnyModel: TypeAlias = ModelConfig | LlamaConfig

@@ -79,7 +79,7 @@ class TrainConfig:
     """Local rehearsal only: hold every host after this step (first attempt) until killed."""
     hold_timeout_s: float = 120.0
     preset: str | None = None
-    """A Llama-style preset (:mod:`raytpu.workloads.presets`); None: the byte GPT sized by
+    """A Llama-style preset (:mod:`raytpu.spec.presets`); None: the byte GPT sized by
     ``model``. Either way ``model.seq_len`` is the training context."""
     fsdp: bool | None = None
     """Shard parameters, gradients and optimizer state over each slice's chips (SPMD);
@@ -135,7 +135,7 @@ class LaunchOptions:
     progress: bool = True
     slice_group: str | None = None
     """The RayCluster worker group (``raytpu:slices[].name``) the run asks the autoscaler to
-    scale (:mod:`raytpu.workloads.scaling`); None: use whatever nodes exist."""
+    scale (:mod:`raytpu.spec.scaling`); None: use whatever nodes exist."""
     dry_run: bool = False
     """Print the Ray Train scaling as JSON and contact nothing (``--dry-run``)."""
     command: tuple[str, ...] = ()
