@@ -5,24 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config, stack_warnings
+from stack_configs import problems_of, stack_config
 
 
 def _raw(**overrides: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "gcp:project": "acme-ml",
-        "raytpu:zone": "us-central2-b",
-        "raytpu:slices": [{"name": "train", "tpu": "v4-16"}],
-    }
-    raw.update(overrides)
-    return raw
+    """A v4-16 stack in us-central2-b (the v4 zone), ``overrides`` replacing its keys."""
+    return {**stack_config(zone="us-central2-b", slices=[{"name": "train", "tpu": "v4-16"}]),
+            **overrides}
 
 
-def _problems(raw: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        parse_stack_config("dev", raw)
-    return e.value.problems
+_problems = problems_of
 
 
 def test_minimal_stack_resolves_shapes_and_defaults() -> None:

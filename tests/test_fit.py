@@ -10,27 +10,18 @@ from typing import Any
 import pytest
 import yaml
 from raytpu.config.fit import HEADROOM, parse_quantity, request_problems
-from raytpu.config.stack import ConfigError
 from raytpu.config.validate import parse_stack_config, stack_warnings
 from raytpu.facts.catalog import GENERATIONS, slice_shape
 from raytpu.facts.machines import GENERAL_PURPOSE_MACHINES, MACHINE_RESOURCES, node_allocatable
 from raytpu.spec.pod_resources import worker_resources
+from stack_configs import problems_of, stack_config
 
 
 def _raw(**overrides: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {
-        "gcp:project": "acme-ml",
-        "raytpu:zone": "us-west4-a",
-        "raytpu:slices": [{"name": "v5e-4", "tpu": "v5litepod-4"}],
-    }
-    raw.update(overrides)
-    return raw
+    return stack_config(**overrides)
 
 
-def _problems(raw: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        parse_stack_config("dev", raw)
-    return e.value.problems
+_problems = problems_of
 
 
 # -- GKE's allocatable ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ import yaml
 from raytpu.config.stack import ConfigError, StackConfig
 from raytpu.config.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
 from raytpu.config.validate import parse_stack_config, stack_warnings
+from stack_configs import TEAMS_CLUSTER, problems_of, stack_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SLICES = [
@@ -22,12 +23,8 @@ SLICES = [
 
 
 def _raw(teams: Any) -> dict[str, Any]:
-    return {"gcp:project": "acme-ml", "raytpu:zone": "us-west4-a", "raytpu:slices": SLICES,
-            "raytpu:teams": teams,
-            # Stated, so the plan has no Dataplane V2 replacement warning; the security
-            # group lets the teams' group members be RBAC subjects.
-            "raytpu:cluster": {"dataplaneV2": True,
-                               "securityGroup": "gke-security-groups@example.com"}}
+    return stack_config(slices=SLICES, **{"raytpu:teams": teams,
+                                          "raytpu:cluster": TEAMS_CLUSTER})
 
 
 def _team(**overrides: Any) -> dict[str, Any]:
@@ -36,9 +33,7 @@ def _team(**overrides: Any) -> dict[str, Any]:
 
 
 def _problems(teams: Any) -> list[str]:
-    with pytest.raises(ConfigError) as e:
-        parse_stack_config("t", _raw(teams))
-    return e.value.problems
+    return problems_of(_raw(teams), stack="t")
 
 
 def test_every_field_parses_into_the_typed_model() -> None:

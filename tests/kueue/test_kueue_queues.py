@@ -4,7 +4,6 @@ Kueue install on the system pool that never waits for TPU pools."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from raytpu.plan.engine import PlanResult, run_program
 from raytpu.plan.objects import objects
 from raytpu.program.kueue_program import SUBMITTER_CPU, SUBMITTER_MEMORY
 from raytpu.spec.kueue_queues import HostQuota, KueueQueuesArgs, TeamQueue, TpuFlavor, TpuQuota
+from stack_configs import TEAMS_CLUSTER, stack_config
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 RAYCLUSTER = "kubernetes:ray.io/v1:RayCluster"
@@ -42,13 +42,9 @@ TEAMS = [
 
 
 def _raw(**extra: Any) -> dict[str, Any]:
-    return {"gcp:project": "acme-ml", "raytpu:zone": "us-west4-a",
-            # securityGroup: vision's members are a Google Group (Google Groups for RBAC).
-            "raytpu:cluster": {"name": "raytpu-test", "deletionProtection": False,
-                               "dataplaneV2": True,
-                               "securityGroup": "gke-security-groups@example.com"},
-            "raytpu:slices": copy.deepcopy(SLICES), "raytpu:teams": copy.deepcopy(TEAMS),
-            **extra}
+    return stack_config(slices=SLICES, **{
+        "raytpu:cluster": {"name": "raytpu-test", "deletionProtection": False, **TEAMS_CLUSTER},
+        "raytpu:teams": TEAMS, **extra})
 
 
 @pytest.fixture(scope="module")
