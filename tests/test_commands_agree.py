@@ -1,9 +1,11 @@
 """Every command that reads a stack -- ``plan``, ``manifests``, ``cost``, ``status``,
 ``submit``, ``rehearse`` -- accepts and refuses exactly the same stacks with the same
-lines: each case of the bad-input table (``test_config_bad_input``) and each
-component-level case below goes through the real command line (the typer app, in process)
-of every command, which must exit 2 with the same stderr and print nothing on stdout.
-Component and config problems come in one report."""
+lines. Each case of the bad-input table (``test_config_bad_input``) and each component-level
+case below is refused by the one loading path (``raytpu.program.load.validated_config``),
+and each command's wiring to it is proven once per kind of case (a top-level key, an entry
+of a list, a nested object, a component's own check): through the real command line (the
+typer app, in process) every command exits 2 with exactly the loading path's lines on
+stderr and nothing on stdout. Component and config problems come in one report."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 from raytpu.cli.app import app
+from raytpu.config.stack import ConfigError
+from raytpu.program.load import validated_config
 from test_config_bad_input import BASE, CASES, dotted, place
 from typer.testing import CliRunner, Result
 
@@ -65,23 +69,57 @@ def _refused_alike(results: dict[str, Result]) -> str:
     return texts["plan"]
 
 
+def _loading_path_problems(raw: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        validated_config("t", raw)
+    return e.value.problems
+
+
 @pytest.mark.parametrize(("path", "value", "suffix"), CASES)
-def test_every_command_refuses_each_bad_value_alike(
-    tmp_path: Path, path: tuple[str | int, ...], value: Any, suffix: str
+def test_the_loading_path_refuses_each_bad_value(
+    path: tuple[str | int, ...], value: Any, suffix: str
 ) -> None:
-    # Each command names the very key the table refuses it at (the path plus its suffix).
+    # It names the very key the table refuses it at (the path plus its suffix).
     key = dotted(path) + suffix
-    text = _refused_alike(_run(tmp_path, place(path, value)))
-    assert any(line.startswith(f"error: {key}:") for line in text.splitlines()), (key, text)
+    problems = _loading_path_problems(place(path, value))
+    assert any(p.startswith(f"{key}:") for p in problems), (key, problems)
 
 
 @pytest.mark.parametrize(("raw", "expected"), [pytest.param(r, e, id=i)
                                               for i, r, e in COMPONENT_CASES])
-def test_every_command_refuses_what_a_component_refuses(
-    tmp_path: Path, raw: dict[str, Any], expected: str
+def test_the_loading_path_refuses_what_a_component_refuses(
+    raw: dict[str, Any], expected: str
 ) -> None:
+    problems = _loading_path_problems({**BASE, **raw})
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def _first_case(*path: str | int) -> Any:
+    return next(pytest.param(*c.values, id=c.id) for c in CASES if c.values[0] == path)
+
+
+# One case of each kind for the commands' wiring: a top-level key, a list entry's key, a
+# nested object's key, and a stack only a component's Args refuse.
+WIRING = [_first_case("gcp:project"), _first_case("raytpu:slices", 0, "count"),
+          _first_case("raytpu:cluster", "systemPool", "minNodes")]
+
+
+@pytest.mark.parametrize(("path", "value", "suffix"), WIRING)
+def test_every_command_prints_the_loading_paths_lines_for_a_bad_value(
+    tmp_path: Path, path: tuple[str | int, ...], value: Any, suffix: str
+) -> None:
+    raw = place(path, value)
+    text = _refused_alike(_run(tmp_path, raw))
+    assert text.splitlines() == [f"error: {p}" for p in _loading_path_problems(raw)]
+
+
+def test_every_command_prints_the_loading_paths_lines_for_a_component_problem(
+    tmp_path: Path
+) -> None:
+    _, raw, expected = COMPONENT_CASES[0]
     text = _refused_alike(_run(tmp_path, {**BASE, **raw}))
-    assert any(line.startswith(f"error: {expected}") for line in text.splitlines()), text
+    assert text.splitlines() == [f"error: {p}" for p in _loading_path_problems({**BASE, **raw})]
+    assert text.splitlines()[0].startswith(f"error: {expected}")
 
 
 def test_config_and_component_problems_come_in_one_report(tmp_path: Path) -> None:
