@@ -15,10 +15,10 @@ from typing import Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 from raytpu.config.addon_rules import addon_warnings
-from raytpu.config.fit import fit_problems, fit_warnings
 from raytpu.config.gcs_ft import gcs_ft_problems
 from raytpu.config.job_rules import job_problems
 from raytpu.config.key_paths import Keys
+from raytpu.config.node_fit import fit_problems, fit_warnings
 from raytpu.config.stack import NAMESPACE, ConfigError, SliceGroupConfig, StackConfig
 from raytpu.config.team_rules import team_problems
 from raytpu.facts import versions

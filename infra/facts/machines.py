@@ -3,7 +3,7 @@ system pool may use, and what GKE leaves of them to pods (its reservation formul
 
 The TPU side of a machine type (chips per VM, which generation) is in
 :mod:`raytpu.facts.catalog`; this module knows only sizes, so the fit checks
-(:mod:`raytpu.config.fit`) and the catalog read one table.
+(:mod:`raytpu.config.node_fit`) and the catalog read one table.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ import pulumi
 from raytpu.components.kueue import Kueue
 from raytpu.components.kueue_queues import KueueQueues
 from raytpu.components.ray_job import SUBMITTER_RESOURCES
-from raytpu.config.fit import parse_quantity
 from raytpu.config.key_paths import Keys
+from raytpu.config.node_fit import parse_quantity
 from raytpu.config.stack import StackConfig
 from raytpu.config.teams import LOCAL_QUEUE_NAME, TeamConfig, cluster_queue_name, team_namespace
 from raytpu.facts.catalog import SliceShape

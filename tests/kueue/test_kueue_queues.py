@@ -11,7 +11,7 @@ import yaml
 from kueue_support import cel_problems, kueue_problems
 from raytpu.components.kueue import chart_values, manager_config
 from raytpu.components.ray_pod_templates import TPU_TOLERATION
-from raytpu.config.fit import parse_quantity
+from raytpu.config.node_fit import parse_quantity
 from raytpu.facts import versions
 from raytpu.facts.slice_group import kueue_flavor_name as flavor_name
 from raytpu.plan.engine import PlanResult, run_program

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from kueue_support import REPO
 from raytpu.cli.app import app
-from raytpu.config.fit import parse_quantity
+from raytpu.config.node_fit import parse_quantity
 from raytpu.operations.team_job import (
     ApplyError,
     TeamJob,

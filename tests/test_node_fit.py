@@ -1,5 +1,5 @@
 """Pods that must schedule and slices Ray must accept: checked at config time
-(raytpu.config.fit)."""
+(raytpu.config.node_fit)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from raytpu.config.fit import HEADROOM, parse_quantity, request_problems
+from raytpu.config.node_fit import HEADROOM, parse_quantity, request_problems
 from raytpu.config.validate import parse_stack_config, stack_warnings
 from raytpu.facts.catalog import GENERATIONS, slice_shape
 from raytpu.facts.machines import GENERAL_PURPOSE_MACHINES, MACHINE_RESOURCES, node_allocatable
