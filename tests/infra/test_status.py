@@ -492,3 +492,49 @@ def test_why_each_pending_pod_and_queued_job_waits(world: Any, capsys: Any) -> N
     assert exit_.value.exit_code == 1
     assert "--job: no unfinished job 'nope' in the teams' namespaces (team-a)" in \
         capsys.readouterr().err
+
+
+def test_cli_job_flag_prints_one_jobs_why_and_exits_1_for_an_unknown_job(
+        world: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """``raytpu status --job NAME [--json]`` through the CLI, the cluster read by the fake."""
+    import raytpu.operations.kube as kube
+    from raytpu.cli.app import app
+    from typer.testing import CliRunner
+
+    cfg, reader = world
+    (tmp_path / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": raw_config(
+        raytpu_slices=SLICES, raytpu_teams=TEAMS)}))
+    gone = "ClusterQueue team-a is inactive"
+
+    class Inactive(FakeReader):
+        def workloads(self, namespace: str) -> list[dict[str, Any]]:
+            out = super().workloads(namespace)
+            for w in out:
+                w["status"]["conditions"][0].update(reason="Inadmissible", message=gone)
+            return out
+
+        def cluster_queues(self) -> list[dict[str, Any]]:
+            queues = super().cluster_queues()
+            queues[1]["status"]["conditions"] = [{
+                "type": "Active", "status": "False", "reason": "FlavorNotFound",
+                "message": "Can't admit new workloads: references missing ResourceFlavor(s): "
+                           "pod16.", "lastTransitionTime": "2026-12-03T07:00:00Z"}]
+            return queues
+
+    monkeypatch.setattr(kube, "connect", lambda *a: (None, "a test"))
+    monkeypatch.setattr(kube, "KubeReader",
+                        lambda _client: Inactive(reader._nodes, reader._pods, reader._rc))
+    base = ["status", "--stack", "test", "--stacks-dir", str(tmp_path)]
+    shown = CliRunner().invoke(app, [*base, "--job", "waiting", "--json"])
+    assert shown.exit_code == 0, shown.output
+    one = json.loads(shown.stdout)
+    assert (one["name"], one["state"], one["why"]["object"]) == (
+        "waiting", "queued", "ClusterQueue team-a")
+    assert one["why"]["reason"].startswith("ClusterQueue team-a is inactive (FlavorNotFound)")
+    text = CliRunner().invoke(app, [*base, "--job", "waiting"], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "job team-a/waiting (team team-a, workload waiting): " \
+        "queued" in text.stdout
+    assert "fix: create the ResourceFlavor(s) it names" in text.stdout
+    unknown = CliRunner().invoke(app, [*base, "--job", "nope"])
+    assert unknown.exit_code == 1
+    assert "error: --job: no unfinished job 'nope'" in unknown.stderr
