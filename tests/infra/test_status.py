@@ -501,7 +501,7 @@ def test_cli_job_flag_prints_one_jobs_why_and_exits_1_for_an_unknown_job(
     from raytpu.cli.app import app
     from typer.testing import CliRunner
 
-    cfg, reader = world
+    _, reader = world
     (tmp_path / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": raw_config(
         raytpu_slices=SLICES, raytpu_teams=TEAMS)}))
     gone = "ClusterQueue team-a is inactive"
