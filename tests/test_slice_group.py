@@ -59,6 +59,15 @@ class _NoCluster:
     def cluster_queues(self) -> list[dict[str, Any]]:
         return []
 
+    def kuberay_pods(self, namespace: str) -> list[Any]:
+        return []
+
+    def ray_clusters(self, namespace: str) -> list[dict[str, Any]]:
+        return []
+
+    def events(self, namespace: str) -> list[Any]:
+        return []
+
 
 def _plan() -> PlanResult:
     return run_program("t", RAW)

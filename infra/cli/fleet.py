@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from raytpu.cli.options import StackOpt, StacksDirOpt
@@ -49,9 +49,12 @@ def status_command(
     kubeconfig: Annotated[Path | None, typer.Option(
         "--kubeconfig", help="Kubeconfig file (default: the stack output, else ~/.kube)")] = None,
     context: Annotated[str | None, typer.Option("--context", help="Kubeconfig context")] = None,
+    job: Annotated[str | None, typer.Option(
+        "--job", help="Only this team job (RayJob name): its state and why it waits")] = None,
     stacks_dir: StacksDirOpt = None,
 ) -> None:
-    """Live view of the stack's slices, Ray pods, RayCluster and team queues."""
+    """Live view of the stack's slices, Ray pods, RayCluster and team queues, and why each
+    pending pod or queued job waits."""
     from raytpu.config.stack import ConfigError
     from raytpu.operations.kube import (
         KubeReader,
@@ -77,10 +80,31 @@ def status_command(
         _errors([f"cannot read the cluster of stack {stack!r} ({cfg.cluster.name}): {e}{hint}"])
         raise typer.Exit(1) from None
     view = status_view(cfg, snapshot)
+    if job is not None:
+        _one_job(view, job, as_json)
+        return
     if as_json:
         sys.stdout.write(json.dumps({**view, "source": source}, indent=2) + "\n")
     else:
         render_status(view, source)
+
+
+def _one_job(view: dict[str, Any], name: str, as_json: bool) -> None:
+    """``--job NAME``: the unfinished job of that name (or Workload name) in any team."""
+    from raytpu.operations.status_render import render_job
+
+    found = [(t, j) for t in view["teams"] for j in t["jobs"] if name in (j["name"],
+                                                                           j["workload"])]
+    if not found:
+        teams = ", ".join(t["namespace"] for t in view["teams"]) or "none: no raytpu:teams"
+        _errors([f"--job: no unfinished job {name!r} in the teams' namespaces ({teams})"])
+        raise typer.Exit(1)
+    team, job = found[0]
+    if as_json:
+        sys.stdout.write(json.dumps({"team": team["name"], "namespace": team["namespace"],
+                                     **job}, indent=2) + "\n")
+    else:
+        render_job(team, job)
 
 
 def _errors(lines: Iterable[str]) -> None:

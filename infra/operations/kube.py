@@ -76,6 +76,23 @@ class KubeReader:
         return list(self._call(f"pods in {namespace}", self._core.list_namespaced_pod,
                                namespace, label_selector=f"{RAY_CLUSTER_LABEL}={cluster}").items)
 
+    def kuberay_pods(self, namespace: str) -> list[Any]:
+        """Every pod KubeRay made in ``namespace`` (a team's RayJobs' clusters)."""
+        return list(self._call(f"pods in {namespace}", self._core.list_namespaced_pod,
+                               namespace, label_selector=RAY_CLUSTER_LABEL).items)
+
+    def events(self, namespace: str) -> list[Any]:
+        """The namespace's events (the scheduler's, the kubelet's, KubeRay's Warnings)."""
+        return list(self._call(f"events in {namespace}", self._core.list_namespaced_event,
+                               namespace).items)
+
+    def ray_clusters(self, namespace: str) -> list[dict[str, Any]]:
+        group, version, plural = RAY_API
+        found = self._call(f"RayClusters in {namespace}",
+                           self._custom.list_namespaced_custom_object, group, version,
+                           namespace, plural, missing_ok=True)
+        return list((found or {}).get("items") or [])
+
     def ray_cluster(self, namespace: str, name: str) -> dict[str, Any] | None:
         group, version, plural = RAY_API
         found: dict[str, Any] | None = self._call(

@@ -29,6 +29,7 @@ from raytpu.operations.kube import NoKubeconfig as NoKubeconfig
 from raytpu.operations.kube import StatusError as StatusError
 from raytpu.operations.kube import connect as connect
 from raytpu.operations.kube import credentials_hint as credentials_hint
+from raytpu.operations.why import chips_in_use as chips_in_use
 
 if TYPE_CHECKING:
     from raytpu.config.stack import StackConfig, TeamConfig
@@ -49,6 +50,9 @@ class ClusterReader(Protocol):
     def ray_cluster(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def workloads(self, namespace: str) -> list[dict[str, Any]]: ...
     def cluster_queues(self) -> list[dict[str, Any]]: ...
+    def kuberay_pods(self, namespace: str) -> list[Any]: ...
+    def ray_clusters(self, namespace: str) -> list[dict[str, Any]]: ...
+    def events(self, namespace: str) -> list[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,12 @@ class ClusterSnapshot:
     workloads: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Kueue workloads per team namespace."""
     cluster_queues: list[dict[str, Any]] = field(default_factory=list)
+    team_pods: dict[str, list[Any]] = field(default_factory=dict)
+    """KubeRay's pods per team namespace (the clusters of the team's RayJobs)."""
+    team_clusters: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """RayClusters per team namespace."""
+    events: dict[str, list[Any]] = field(default_factory=dict)
+    """Events per namespace (the RayCluster's and each team's): what ``why`` reads."""
 
 
 def read_snapshot(cfg: StackConfig, reader: ClusterReader) -> ClusterSnapshot:
@@ -71,13 +81,16 @@ def read_snapshot(cfg: StackConfig, reader: ClusterReader) -> ClusterSnapshot:
     from raytpu.config.teams import team_namespace
 
     ns, name = cfg.ray.namespace, cfg.ray.cluster_name
+    teams = [team_namespace(t.name) for t in cfg.teams]
     return ClusterSnapshot(
         nodes=reader.nodes(),
         ray_pods=reader.ray_pods(ns, name),
         ray_cluster=reader.ray_cluster(ns, name),
-        workloads={team_namespace(t.name): reader.workloads(team_namespace(t.name))
-                   for t in cfg.teams},
+        workloads={t: reader.workloads(t) for t in teams},
         cluster_queues=reader.cluster_queues() if cfg.teams else [],
+        team_pods={t: reader.kuberay_pods(t) for t in teams},
+        team_clusters={t: reader.ray_clusters(t) for t in teams},
+        events={n: reader.events(n) for n in dict.fromkeys([ns, *teams])},
     )
 
 
@@ -134,14 +147,6 @@ def _chips(quantity: Any) -> int:
         return int(str(quantity))
     except ValueError:
         return 0
-
-
-def chips_in_use(cluster_queue: dict[str, Any]) -> int:
-    """TPU chips a Kueue ClusterQueue reports in use (``status.flavorsUsage``), every flavor
-    summed; shared by ``raytpu status`` and the rehearsal's ``queues[]``."""
-    return sum(_chips(r.get("total")) for f in (cluster_queue.get("status") or {})
-               .get("flavorsUsage") or [] for r in f.get("resources") or []
-               if r.get("name") == TPU_RESOURCE)
 
 
 def _team_view(team: TeamConfig, workloads: list[dict[str, Any]],
@@ -219,7 +224,9 @@ def status_view(cfg: StackConfig, snapshot: ClusterSnapshot) -> dict[str, Any]:
     teams = [_team_view(t, snapshot.workloads.get(team_namespace(t.name), []),
                         queue_of(t, snapshot.cluster_queues))
              for t in cfg.teams]
-    return {
+    from raytpu.operations.status_why import add_whys
+
+    view = {
         "stack": cfg.stack,
         "cluster": cfg.cluster.name,
         "ray_cluster": ray_cluster,
@@ -227,6 +234,8 @@ def status_view(cfg: StackConfig, snapshot: ClusterSnapshot) -> dict[str, Any]:
         "teams": teams,
         "healthy": all(g["healthy"] for g in groups) and ray_cluster is not None,
     }
+    return add_whys(cfg, snapshot, view,
+                    [queue_of(t, snapshot.cluster_queues) for t in cfg.teams])
 
 
 def fleet_status(cfg: StackConfig, reader: ClusterReader) -> dict[str, Any]:

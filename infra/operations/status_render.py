@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from raytpu.plan.tables import PlanTable
     from rich.console import Console
+    from rich.text import Text
 
 
 def _mark(ok: bool) -> str:
@@ -23,6 +24,7 @@ def status_tables(view: dict[str, Any]) -> list[PlanTable]:
         s = g["slices"]
         pools = ", ".join(f"{p['name']} {p['ready']}/{p['expected']}" for p in g["node_pools"])
         replicas = ", ".join(f"#{r['replica']} {r['running']}/{r['hosts']}"
+                             + (" broken" if r.get("why") else "")
                              for r in g["ray_slices"]) or "-"
         scaling = str(s["min"]) if s["min"] == s["max"] else f"{s['min']}..{s['max']}"
         rows.append([g["name"], g["tpu"], scaling, str(s["count"]),
@@ -55,6 +57,8 @@ def render_status(view: dict[str, Any], source: str, console: Console | None = N
     head.append(f" (cluster {view['cluster']}, via {source}): ")
     head.append(_mark(view["healthy"]), style="green" if view["healthy"] else "red")
     console.print(head)
+    if view.get("why"):
+        console.print(_why_text("why: ", view["why"]))
     if rc is None:
         console.print(Text("RayCluster not found", style="red"))
     else:
@@ -62,3 +66,45 @@ def render_status(view: dict[str, Any], source: str, console: Console | None = N
                            f"workers ready {rc['ready_workers']}/{rc['desired_workers']}"))
     for table in status_tables(view):
         render_table(console, table)
+    lines = waiting_lines(view)
+    if lines:
+        console.print(Text("to act on:", style="bold"))
+        for head_text, why in lines:
+            console.print(_why_text(f"  {head_text}: ", why, indent="    "))
+
+
+def waiting_lines(view: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """Each broken slice, Pending pod and unfinished job with a reason: (what, its why)."""
+    out = [(f"slice {g['name']} #{r['replica']}", r["why"]) for g in view.get("groups") or []
+           for r in g["ray_slices"] if r.get("why")]
+    out += [(f"pod {p['pod']}", p["why"]) for p in view.get("pending_pods") or [] if p["why"]]
+    for t in view.get("teams") or []:
+        out += [(f"job {t['namespace']}/{j['name']} ({j['state']})", j["why"])
+                for j in t.get("jobs") or [] if j["why"]]
+    return out
+
+
+def _why_text(head: str, why: dict[str, str], indent: str = "  ") -> Text:
+    """A reason as the user reads it: the words, the object, then the fix on its own line
+    (a Text: the brackets are not rich markup)."""
+    from rich.text import Text
+
+    text = Text(head, style="bold")
+    text.append(f"{why['reason']} [{why['object']}]")
+    text.append(f"\n{indent}fix: ", style="bold")
+    text.append(why["fix"])
+    return text
+
+
+def render_job(team: dict[str, Any], job: dict[str, Any], console: Console | None = None) -> None:
+    """``raytpu status --job NAME``: the one job's state and why."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = console or Console()
+    console.print(Text(f"job {team['namespace']}/{job['name']} (team {team['name']}, "
+                       f"workload {job['workload']}): {job['state']}", style="bold"))
+    if job["why"]:
+        console.print(_why_text("why: ", job["why"]))
+    for other in job["also"]:
+        console.print(_why_text("also: ", other))

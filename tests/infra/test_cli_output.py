@@ -145,6 +145,15 @@ def test_status_tables_are_whole(width: int) -> None:
         def cluster_queues(self) -> list[dict[str, object]]:
             return []
 
+        def kuberay_pods(self, namespace: str) -> list[object]:
+            return []
+
+        def ray_clusters(self, namespace: str) -> list[dict[str, object]]:
+            return []
+
+        def events(self, namespace: str) -> list[object]:
+            return []
+
     view = fleet_status(parse_stack_config("prod", load_stack_file("prod", STACKS_DIR)),
                         Empty())
     out = io.StringIO()

@@ -154,6 +154,15 @@ class FakeReader:
     def workloads(self, namespace: str) -> list[dict[str, Any]]:
         return _workloads() if namespace == "team-a" else []
 
+    def kuberay_pods(self, namespace: str) -> list[Any]:
+        return [p for p in self._pods if p.metadata.namespace == namespace]
+
+    def ray_clusters(self, namespace: str) -> list[dict[str, Any]]:
+        return []
+
+    def events(self, namespace: str) -> list[Any]:
+        return []
+
     def cluster_queues(self) -> list[dict[str, Any]]:
         other = {**_cluster_queue(), "metadata": {"name": "team-b-queue"}}
         other["spec"] = {**other["spec"], "namespaceSelector": {
@@ -391,7 +400,8 @@ def test_the_view_is_a_pure_function_of_the_stack_and_one_snapshot(world: Any) -
             return getattr(reader, name)
 
     snapshot = read_snapshot(cfg, Counting())
-    assert sorted(calls) == ["cluster_queues", "nodes", "ray_cluster", "ray_pods", "workloads"]
+    assert sorted(calls) == ["cluster_queues", "events", "events", "kuberay_pods", "nodes",
+                             "ray_cluster", "ray_clusters", "ray_pods", "workloads"]
     before = copy.deepcopy(snapshot)
     view = status_view(cfg, snapshot)
     assert snapshot == before
@@ -425,3 +435,106 @@ def test_status_and_the_rehearsal_count_chips_in_use_alike() -> None:
     assert chips_in_use(cq) == 24
     [queue] = read_queues(Api(), [("speech", "cq-speech")])  # type: ignore[arg-type]
     assert (queue.active, queue.admitted, queue.pending, queue.chips_in_use) == (True, 2, 1, 24)
+
+
+def test_why_each_pending_pod_and_queued_job_waits(world: Any, capsys: Any) -> None:
+    """The reasons reach the view, its JSON, the text and ``--job``: a Ray worker the
+    scheduler refuses (a taint), a team job over quota, Kueue's reason shown first."""
+    import typer
+    from raytpu.cli.fleet import _one_job
+    from raytpu.operations.status_render import render_status
+
+    cfg, reader = world
+    pods = copy.deepcopy(reader._pods)
+    (stuck,) = [p for p in pods if p.status.phase == "Pending"]
+    stuck.status.conditions = [kubernetes.client.V1PodCondition(
+        type="PodScheduled", status="False", reason="Unschedulable",
+        message="0/9 nodes are available: 9 node(s) had untolerated taint "
+                "{cloud.google.com/impaired: true}. preemption: 0/9 nodes are available")]
+    over = ("couldn't assign flavors to pod set pod16: insufficient unused quota for "
+            "google.com/tpu in flavor f, 16 more needed")
+
+    class Queued(FakeReader):
+        def workloads(self, namespace: str) -> list[dict[str, Any]]:
+            out = super().workloads(namespace)
+            for w in out:
+                if w["metadata"]["name"] == "waiting":
+                    w["metadata"]["ownerReferences"] = [{"apiVersion": "ray.io/v1",
+                                                         "kind": "RayJob", "name": "train-1",
+                                                         "uid": "u"}]
+                    w["status"]["conditions"][0].update(reason="Pending", message=over)
+            return out
+
+    view = fleet_status(cfg, Queued(reader._nodes, pods, reader._rc))
+    (pending,) = view["pending_pods"]
+    assert pending["pod"] == f"{stuck.metadata.namespace}/{stuck.metadata.name}"
+    assert pending["group"] == "pod16" and pending["why"]["source"] == "scheduler"
+    assert pending["why"]["reason"].startswith(
+        "a taint not tolerated {cloud.google.com/impaired: true}")
+    jobs = {j["name"]: j for j in view["teams"][0]["jobs"]}
+    assert set(jobs) == {"running", "train-1"}  # the finished one is gone
+    assert jobs["running"]["why"] is None and jobs["running"]["state"] == "admitted"
+    assert jobs["train-1"]["state"] == "queued"
+    assert jobs["train-1"]["why"]["reason"] == f"over quota: {over}"
+    assert view["why"] == jobs["train-1"]["why"]  # Kueue before the scheduler
+    assert json.loads(json.dumps(view)) == view
+
+    render_status(view, "a test")
+    out = capsys.readouterr().out
+    assert "why: over quota: couldn't assign flavors" in out.replace("\n", " ")
+    assert "to act on:" in out and f"pod {pending['pod']}: a taint not tolerated" in out
+    assert "fix: add a toleration for {cloud.google.com/impaired: true}" in out
+    _one_job(view, "train-1", True)
+    one = json.loads(capsys.readouterr().out)
+    assert (one["team"], one["name"], one["why"]["source"]) == ("team-a", "train-1", "kueue")
+    with pytest.raises(typer.Exit) as exit_:
+        _one_job(view, "nope", False)
+    assert exit_.value.exit_code == 1
+    assert "--job: no unfinished job 'nope' in the teams' namespaces (team-a)" in \
+        capsys.readouterr().err
+
+
+def test_cli_job_flag_prints_one_jobs_why_and_exits_1_for_an_unknown_job(
+        world: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """``raytpu status --job NAME [--json]`` through the CLI, the cluster read by the fake."""
+    import raytpu.operations.kube as kube
+    from raytpu.cli.app import app
+    from typer.testing import CliRunner
+
+    _, reader = world
+    (tmp_path / "Pulumi.test.yaml").write_text(yaml.safe_dump({"config": raw_config(
+        raytpu_slices=SLICES, raytpu_teams=TEAMS)}))
+    gone = "ClusterQueue team-a is inactive"
+
+    class Inactive(FakeReader):
+        def workloads(self, namespace: str) -> list[dict[str, Any]]:
+            out = super().workloads(namespace)
+            for w in out:
+                w["status"]["conditions"][0].update(reason="Inadmissible", message=gone)
+            return out
+
+        def cluster_queues(self) -> list[dict[str, Any]]:
+            queues = super().cluster_queues()
+            queues[1]["status"]["conditions"] = [{
+                "type": "Active", "status": "False", "reason": "FlavorNotFound",
+                "message": "Can't admit new workloads: references missing ResourceFlavor(s): "
+                           "pod16.", "lastTransitionTime": "2026-12-03T07:00:00Z"}]
+            return queues
+
+    monkeypatch.setattr(kube, "connect", lambda *a: (None, "a test"))
+    monkeypatch.setattr(kube, "KubeReader",
+                        lambda _client: Inactive(reader._nodes, reader._pods, reader._rc))
+    base = ["status", "--stack", "test", "--stacks-dir", str(tmp_path)]
+    shown = CliRunner().invoke(app, [*base, "--job", "waiting", "--json"])
+    assert shown.exit_code == 0, shown.output
+    one = json.loads(shown.stdout)
+    assert (one["name"], one["state"], one["why"]["object"]) == (
+        "waiting", "queued", "ClusterQueue team-a")
+    assert one["why"]["reason"].startswith("ClusterQueue team-a is inactive (FlavorNotFound)")
+    text = CliRunner().invoke(app, [*base, "--job", "waiting"], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "job team-a/waiting (team team-a, workload waiting): " \
+        "queued" in text.stdout
+    assert "fix: create the ResourceFlavor(s) it names" in text.stdout
+    unknown = CliRunner().invoke(app, [*base, "--job", "nope"])
+    assert unknown.exit_code == 1
+    assert "error: --job: no unfinished job 'nope'" in unknown.stderr
