@@ -84,7 +84,9 @@ class MemorystoreRedis(pulumi.ComponentResource):
     auth_string: pulumi.Output[str]
     """The AUTH password (secret)."""
     ca_cert: pulumi.Output[str]
-    """PEM of the instance's server CA."""
+    """PEMs of every server CA the instance lists, one after another: Memorystore issues a
+    new CA long before the old one expires and clients must trust both through the
+    rotation (OpenSSL reads every certificate of a CA file)."""
 
     def __init__(self, name: str, args: MemorystoreRedisArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
@@ -122,13 +124,13 @@ class MemorystoreRedis(pulumi.ComponentResource):
         self.address = pulumi.Output.concat(
             "rediss://", i.output("host"), ":", i.output("port").apply(str))
         self.auth_string = pulumi.Output.secret(i.output("authString"))
-        self.ca_cert = i.output("serverCaCerts").apply(_first_cert)
+        self.ca_cert = i.output("serverCaCerts").apply(ca_bundle)
         self.register_outputs({"address": self.address, "caCert": self.ca_cert})
 
 
-def _first_cert(certs: Any) -> str:
-    """The PEM of the instance's (first) server CA; empty before the instance exists."""
-    for c in certs or []:
-        if isinstance(c, Mapping) and c.get("cert"):
-            return str(c["cert"])
-    return ""
+def ca_bundle(certs: Any) -> str:
+    """Every PEM of ``serverCaCerts``, in the instance's order, a line break between two;
+    empty before the instance exists."""
+    pems = [str(c["cert"]) for c in certs or [] if isinstance(c, Mapping) and c.get("cert")]
+    return "".join(p if p.endswith("\n") or i == len(pems) - 1 else p + "\n"
+                   for i, p in enumerate(pems))
