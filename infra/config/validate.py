@@ -14,6 +14,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
+from raytpu.components.memorystore import TIERS as MEMORYSTORE_TIERS
 from raytpu.config.addon_rules import addon_warnings
 from raytpu.config.fit import fit_problems, fit_warnings
 from raytpu.config.gcs_ft import gcs_ft_problems
@@ -327,6 +328,12 @@ def _monitoring_cost_problems(cfg: StackConfig) -> list[str]:
     for machine, price in cfg.cost.machines.items():
         if price < 0:
             problems.append(f"raytpu:cost.machines.{machine}: {price!r} is negative")
+    for tier, price in cfg.cost.memorystore.items():
+        if tier not in MEMORYSTORE_TIERS:
+            problems.append(f"raytpu:cost.memorystore.{tier}: unknown Memorystore tier; "
+                            f"valid: {', '.join(MEMORYSTORE_TIERS)}")
+        elif price < 0:
+            problems.append(f"raytpu:cost.memorystore.{tier}: {price!r} is negative")
     return problems
 
 
