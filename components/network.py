@@ -124,6 +124,9 @@ class NetworkArgs:
     webhook_ports: tuple[int, ...] = Ports.EXTRA_WEBHOOK_PORTS
     """TCP ports the control plane must reach for admission webhooks, beyond the 443/10250
     GKE's own master rule opens (controller-runtime 9443, 8443, Istio 15017)."""
+    multislice: bool = True
+    """Some slice group can run a job over several slices (DCN traffic between slices):
+    declare the multislice rule. ``False``: no group has more than one slice, no rule."""
     multislice_ports: tuple[int, ...] = MULTISLICE_PORTS
     """TCP ports opened between TPU nodes for multislice (DCN) traffic."""
     nat_log_errors: bool = True
@@ -286,14 +289,15 @@ class Network(pulumi.ComponentResource):
             )
         # Pod-to-Pod traffic is already allowed by GKE's `-all` rule; this one keeps
         # multislice working where an org policy adds lower-priority denies, and documents
-        # the ports.
-        self._rule(
-            "multislice", network_ref, child,
-            description="TPU multislice (DCN) traffic between TPU slice nodes",
-            ports=args.multislice_ports,
-            source_tags=(args.tpu_node_tag,),
-            target_tags=(args.tpu_node_tag,),
-        )
+        # the ports. Only where a job can span slices: an opening nothing uses is none.
+        if args.multislice:
+            self._rule(
+                "multislice", network_ref, child,
+                description="TPU multislice (DCN) traffic between TPU slice nodes",
+                ports=args.multislice_ports,
+                source_tags=(args.tpu_node_tag,),
+                target_tags=(args.tpu_node_tag,),
+            )
         if args.iap_ssh:
             self._rule(
                 "iap-ssh", network_ref, child,
