@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from raytpu.components.kueue import Kueue as Kueue
     from raytpu.components.kueue_queues import KueueQueues as KueueQueues
     from raytpu.components.memorystore import MemorystoreRedis as MemorystoreRedis
-    from raytpu.components.memorystore import MemorystoreRedisArgs as MemorystoreRedisArgs
     from raytpu.components.monitoring import FleetMonitoring as FleetMonitoring
     from raytpu.components.monitoring import PodMonitoring as PodMonitoring
     from raytpu.components.network import Network as Network
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
     from raytpu.spec.kueue_queues import TeamQueue as TeamQueue
     from raytpu.spec.kueue_queues import TpuFlavor as TpuFlavor
     from raytpu.spec.kueue_queues import TpuQuota as TpuQuota
+    from raytpu.spec.memorystore import MemorystoreRedisArgs as MemorystoreRedisArgs
     from raytpu.spec.monitoring import FleetMonitoringArgs as FleetMonitoringArgs
     from raytpu.spec.monitoring import MonitoredSliceGroup as MonitoredSliceGroup
     from raytpu.spec.network import ExistingNetwork as ExistingNetwork
@@ -98,7 +98,7 @@ _WHERE: dict[str, str] = {
     "MaintenancePolicyArgs": "raytpu.spec.gke_cluster",
     "MaintenanceWindow": "raytpu.spec.gke_cluster",
     "MemorystoreRedis": "raytpu.components.memorystore",
-    "MemorystoreRedisArgs": "raytpu.components.memorystore",
+    "MemorystoreRedisArgs": "raytpu.spec.memorystore",
     "MonitoredSliceGroup": "raytpu.spec.monitoring",
     "Network": "raytpu.components.network",
     "NetworkArgs": "raytpu.spec.network",

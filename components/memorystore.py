@@ -19,10 +19,8 @@ through a Kubernetes Secret (:class:`~raytpu.spec.ray_cluster.GcsFaultTolerance`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import pulumi
 from raytpu.components.gcp_resources import (
@@ -31,49 +29,12 @@ from raytpu.components.gcp_resources import (
     ServiceNetworkingConnection,
 )
 from raytpu.facts.problems import args_error
+from raytpu.spec.memorystore import INSTANCE_NAME, MemorystoreRedisArgs
 
 SERVICE_NETWORKING = "servicenetworking.googleapis.com"
 TLS_PORT = 6378  # in-transit encryption's port (6379 without it)
-TIERS = ("BASIC", "STANDARD_HA")
-INSTANCE_NAME = re.compile(r"^[a-z][-a-z0-9]{0,35}[a-z0-9]$")  # 40 with the "-psa" suffix
 
 
-@dataclass(frozen=True)
-class MemorystoreRedisArgs:
-    """Inputs of :class:`MemorystoreRedis`."""
-
-    project: str
-    """The project the instance (and the reserved range) is created in."""
-    region: str
-    """The cluster's region: the GCS talks to Redis on every metadata write."""
-    network: pulumi.Input[str]
-    """Self link (or id) of the VPC the GKE cluster runs in."""
-    tier: Literal["BASIC", "STANDARD_HA"] = "STANDARD_HA"
-    """``STANDARD_HA``: a replica in another zone, automatic failover."""
-    memory_size_gb: int = 1
-    """Capacity (1..300 GB); the GCS's tables of a cluster take megabytes."""
-    redis_version: str = "REDIS_7_2"
-    """Memorystore's version name (``REDIS_7_2``)."""
-    create_private_service_access: bool = True
-    """Reserve a range and peer the VPC with Google's services; false when it is peered."""
-    private_service_access_prefix: int = 24
-    """Prefix length of the reserved range (each instance takes a /29 of it)."""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    """Labels of the instance (the stack's cost-allocation labels)."""
-
-    def __post_init__(self) -> None:
-        if not self.project:
-            raise args_error(self, "project", "required")
-        if not re.fullmatch(r"[a-z]+-[a-z]+\d+", self.region):
-            raise args_error(self, "region", f"{self.region!r} is not a GCP region")
-        if self.tier not in TIERS:
-            raise args_error(self, "tier", f"{self.tier!r}; valid: {', '.join(TIERS)}")
-        if not 1 <= self.memory_size_gb <= 300:
-            raise args_error(self, "memory_size_gb", f"{self.memory_size_gb} is outside "
-                             "1..300 GB")
-        if not 16 <= self.private_service_access_prefix <= 24:
-            raise args_error(self, "private_service_access_prefix",
-                             f"/{self.private_service_access_prefix}: use /16 to /24")
 
 
 class MemorystoreRedis(pulumi.ComponentResource):
@@ -84,7 +45,9 @@ class MemorystoreRedis(pulumi.ComponentResource):
     auth_string: pulumi.Output[str]
     """The AUTH password (secret)."""
     ca_cert: pulumi.Output[str]
-    """PEM of the instance's server CA."""
+    """PEMs of every server CA the instance lists, one after another: Memorystore issues a
+    new CA long before the old one expires and clients must trust both through the
+    rotation (OpenSSL reads every certificate of a CA file)."""
 
     def __init__(self, name: str, args: MemorystoreRedisArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
@@ -122,13 +85,13 @@ class MemorystoreRedis(pulumi.ComponentResource):
         self.address = pulumi.Output.concat(
             "rediss://", i.output("host"), ":", i.output("port").apply(str))
         self.auth_string = pulumi.Output.secret(i.output("authString"))
-        self.ca_cert = i.output("serverCaCerts").apply(_first_cert)
+        self.ca_cert = i.output("serverCaCerts").apply(ca_bundle)
         self.register_outputs({"address": self.address, "caCert": self.ca_cert})
 
 
-def _first_cert(certs: Any) -> str:
-    """The PEM of the instance's (first) server CA; empty before the instance exists."""
-    for c in certs or []:
-        if isinstance(c, Mapping) and c.get("cert"):
-            return str(c["cert"])
-    return ""
+def ca_bundle(certs: Any) -> str:
+    """Every PEM of ``serverCaCerts``, in the instance's order, a line break between two;
+    empty before the instance exists."""
+    pems = [str(c["cert"]) for c in certs or [] if isinstance(c, Mapping) and c.get("cert")]
+    return "".join(p if p.endswith("\n") or i == len(pems) - 1 else p + "\n"
+                   for i, p in enumerate(pems))

@@ -151,14 +151,15 @@ class Network(pulumi.ComponentResource):
             )
         # Pod-to-Pod traffic is already allowed by GKE's `-all` rule; this one keeps
         # multislice working where an org policy adds lower-priority denies, and documents
-        # the ports.
-        self._rule(
-            "multislice", network_ref, child,
-            description="TPU multislice (DCN) traffic between TPU slice nodes",
-            ports=args.multislice_ports,
-            source_tags=(args.tpu_node_tag,),
-            target_tags=(args.tpu_node_tag,),
-        )
+        # the ports. Only where a job can span slices: an opening nothing uses is none.
+        if args.multislice:
+            self._rule(
+                "multislice", network_ref, child,
+                description="TPU multislice (DCN) traffic between TPU slice nodes",
+                ports=args.multislice_ports,
+                source_tags=(args.tpu_node_tag,),
+                target_tags=(args.tpu_node_tag,),
+            )
         if args.iap_ssh:
             self._rule(
                 "iap-ssh", network_ref, child,

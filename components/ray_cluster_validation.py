@@ -1,10 +1,11 @@
 """Every reason a :class:`~raytpu.spec.ray_cluster.TpuRayClusterArgs` cannot make
 a working RayCluster, checked before anything is registered.
 
-Names: the headless service ``<cluster>-headless``, pod host names ``<group>-<replica>-<worker>``
-and KubeRay pod names ``<cluster>-<group>-worker-xxxxx`` are kept within 63 characters
-(KubeRay's ``CheckName`` cuts service names to 50 and the TPU webhook derives the same
-name, so a longer one still works, but kuberay #2923 broke TPU_WORKER_HOSTNAMES that way).
+Names: the RayCluster within KubeRay 1.7.0's 53 characters (its services, up to
+``<cluster>-serve-svc``), pod host names ``<group>-<replica>-<worker>`` within 63, and the
+worker pod name prefix ``<cluster>-<group>`` within the 50 characters KubeRay's ``PodName``
+keeps (a longer one is cut, and kuberay #2923 broke TPU_WORKER_HOSTNAMES that way); see
+:mod:`raytpu.facts.names`.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from typing import get_args
 from raytpu.components.ray_gcs_ft import ft_problems
 from raytpu.components.ray_pod_templates import WEBHOOK_LABEL
 from raytpu.facts import versions
-from raytpu.facts.names import DNS_LABEL, SLICE_GROUP_LABEL
+from raytpu.facts.names import (
+    DNS_LABEL,
+    POD_NAME_PREFIX_MAX_LEN,
+    RAYCLUSTER_NAME_MAX_LEN,
+    SLICE_GROUP_LABEL,
+)
 from raytpu.facts.problems import Path, Problem, Ref
 from raytpu.facts.versions import version_tuple
 from raytpu.spec.ray_cluster import AuthMode, TpuRayClusterArgs
 
 MAX_NAME = 63  # DNS label: service names, host names, label values
-# KubeRay pod names: "<cluster>-<group>-worker-" + 5 random characters.
-_WORKER_POD_SUFFIX = len("-worker-") + 5
-_HEADLESS_SUFFIX = len("-headless")
 
 # Kubernetes qualified names (label keys) and label values (apimachinery validation).
 _LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -57,10 +60,12 @@ def args_problems(args: TpuRayClusterArgs) -> list[Problem]:
         if not DNS_LABEL.match(value) or len(value) > MAX_NAME:
             problems.append(_problem((field,), f"{value!r} must be a DNS label of at most "
                                      f"{MAX_NAME} characters"))
-    if len(c) + _HEADLESS_SUFFIX > MAX_NAME:
-        problems.append(_problem(("cluster_name",), f"{c!r} ({len(c)} characters) is too long "
-                                 f"for the headless service '{c}-headless'; at most "
-                                 f"{MAX_NAME - _HEADLESS_SUFFIX} characters"))
+    if len(c) > RAYCLUSTER_NAME_MAX_LEN:
+        # KubeRay refuses it (and its services, '<cluster>-headless' and longer, need room).
+        problems.append(_problem(("cluster_name",), f"{c!r} ({len(c)} characters) is longer "
+                                 f"than KubeRay's RayCluster name limit of "
+                                 f"{RAYCLUSTER_NAME_MAX_LEN} ('{c}-serve-svc' must fit "
+                                 f"{MAX_NAME})"))
     if not args.worker_groups:
         problems.append(_problem(("worker_groups", 0), "at least one worker group is required"))
     seen: set[str] = set()
@@ -74,12 +79,13 @@ def args_problems(args: TpuRayClusterArgs) -> list[Problem]:
             problems.append(_problem(name, f"{g!r} is already used; group names must be unique "
                                      "(and not 'head')"))
         seen.add(g)
-        pod_name = len(c) + 1 + len(g) + _WORKER_POD_SUFFIX
-        if pod_name > MAX_NAME:
+        prefix = len(c) + 1 + len(g)
+        if prefix > POD_NAME_PREFIX_MAX_LEN:
             problems.append(_problem(
-                name, f"{g!r} with ", Ref(("cluster_name",)), f" {c!r} makes worker pod names "
-                f"of {pod_name} characters ('{c}-{g}-worker-xxxxx'); keep len(cluster name) + "
-                f"len(group name) <= {MAX_NAME - 1 - _WORKER_POD_SUFFIX}"))
+                name, f"{g!r} with ", Ref(("cluster_name",)), f" {c!r} makes a worker pod "
+                f"name prefix '{c}-{g}' of {prefix} characters, which KubeRay cuts to "
+                f"{POD_NAME_PREFIX_MAX_LEN} ('<prefix>-worker-xxxxx' must fit {MAX_NAME}); keep "
+                f"len(cluster name) + len(group name) <= {POD_NAME_PREFIX_MAX_LEN - 1}"))
         host = len(g) + 2 + _digits(s.max_slices - 1) + _digits(s.shape.hosts - 1)
         if host > MAX_NAME:
             problems.append(_problem(name, f"{g!r} makes TPU host names of {host} characters "

@@ -25,7 +25,7 @@ from typing import Any
 
 import pulumi
 from raytpu.components.gcp_resources import CLOUD_PLATFORM_SCOPE, ContainerNodePool
-from raytpu.facts.catalog import GENERATIONS, SliceShape
+from raytpu.facts.catalog import DRA_NETWORKING_LABEL, GENERATIONS, SliceShape
 from raytpu.facts.names import (
     DNS_LABEL,
     LABEL_KEY,
@@ -245,6 +245,8 @@ class TpuSlicePool(pulumi.ComponentResource):
             if args.reservation
             else None
         )
+        profile = shape.accelerator_network_profile
+        network_labels = dict([DRA_NETWORKING_LABEL]) if profile else {}
         node_config = {
             "machineType": shape.machine_type,
             "spot": args.spot,
@@ -252,7 +254,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             "serviceAccount": args.node_service_account,
             "oauthScopes": [CLOUD_PLATFORM_SCOPE],
             "tags": list(args.node_tags),
-            "labels": dict(args.labels) or None,
+            "labels": {**args.labels, **network_labels} or None,
             "gvnic": {"enabled": True},
             "workloadMetadataConfig": {"mode": "GKE_METADATA"},
             "resourceLabels": dict(args.resource_labels) or None,
@@ -292,6 +294,8 @@ class TpuSlicePool(pulumi.ComponentResource):
                     "maxPodsPerNode": args.max_pods_per_node,
                     "management": management,
                     "nodeConfig": node_config,
+                    "networkConfig": ({"acceleratorNetworkProfile": profile}
+                                      if profile else None),
                     "nodeCount": node_count,
                     "initialNodeCount": initial_node_count,
                 },

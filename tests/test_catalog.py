@@ -223,3 +223,21 @@ def test_ray_rejects_gke_documented_v4_shapes() -> None:
     assert not slice_shape("v4-4096", topology="8x16x16").ray_accepts_topology  # y > 12
     assert not slice_shape("v4-6144").ray_accepts_topology  # 12x16x16: z <= 16 but y > 12
     assert slice_shape("v5p-12288").ray_accepts_topology  # 16x16x24 is Ray's v5p maximum
+
+
+# tpu_chip_specs.csv's SOURCE.txt: each generation's page states HBM in its own unit, and
+# the pages disagree on GB vs GiB for v5p and v6e; either reading is accepted for those two.
+_UNIT = {"GB": 10**9, "GiB": 2**30}
+_EITHER_UNIT = {"v5p", "v6e"}
+
+
+def test_peak_flops_and_hbm_match_the_chip_specs() -> None:
+    specs = {r["generation"]: r for r in _rows("tpu_chip_specs.csv")}
+    for name, gen in GENERATIONS.items():
+        row = specs[name]  # every generation of the catalog has its sourced row
+        assert gen.peak_bf16_flops_per_chip == float(row["peak_bf16_tflops_per_chip"]) * 1e12, name
+        assert gen.tensorcores_per_chip == int(row["tensorcores_per_chip"]), name
+        hbm = int(row["hbm_per_chip"])
+        units = set(_UNIT) if name in _EITHER_UNIT else {row["hbm_unit_as_stated"]}
+        assert gen.hbm_bytes_per_chip in {hbm * _UNIT[u] for u in units}, (
+            name, gen.hbm_bytes_per_chip, row["hbm_per_chip"], row["hbm_unit_as_stated"])

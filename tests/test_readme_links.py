@@ -22,7 +22,9 @@ def _targets(doc: Path) -> list[str]:
              if not re.match(r"^(?:[a-z]+:|#)", t)]
     quoted = re.findall(rf"`({TOP}/[^`\s]*)`", text)
     # Placeholders and patterns name no one file.
-    return [t.split("#")[0] for t in [*links, *quoted] if not re.search(r"[<>*{}]", t)]
+    # A pytest node id (`tests/x.py::test_y`) names its file.
+    return [t.split("#")[0].split("::")[0] for t in [*links, *quoted]
+            if not re.search(r"[<>*{}]", t)]
 
 
 @pytest.mark.parametrize("name", DOCS)

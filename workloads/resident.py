@@ -16,7 +16,7 @@ Train's run uses, so a folder or ``gs://`` works alike. Only one run of a name a
 a second driver for the same name takes the hosts over. A lost host (an actor gone)
 tears the group down and starts a new one from the last checkpoint, up to
 ``--max-failures`` times. The run's end kills the actors and frees the slices; hosts no
-driver has heartbeated for :data:`ORPHAN_S` free them on their own.
+driver has heartbeated for :func:`orphan_timeout_s` free them on their own.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import ray
 from ray.util.placement_group import PlacementGroup, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from raytpu.facts.gcs_ft_env import KUBERAY_RECONNECT_TIMEOUT_S, RECONNECT_ENV
 from raytpu.spec.scaling import SCALE_UP_TIMEOUT_S, WORKER_GROUP_START_TIMEOUT_ENV, TrainScaling
 from raytpu.spec.training import LaunchOptions, TrainConfig
 
@@ -46,11 +47,17 @@ PREFIX = "raytpu-resident-"
 ATTACH_TIMEOUT_S = 30.0  # a resident host that does not answer in this long is lost
 HEARTBEAT_S = 5.0  # the driver tells its hosts it is alive this often
 ORPHAN_ENV = "RAYTPU_RESIDENT_ORPHAN_S"
-ORPHAN_S = 900.0
-"""Resident hosts that hear from no driver for this long (``$RAYTPU_RESIDENT_ORPHAN_S`` in
-the hosts' environment) free their slices and exit: a run stopped for good (``ray job
-stop``, a run nobody resubmits) must not hold TPUs. Longer than a head pod's restart and
-a resubmission, image pull included."""
+
+
+def orphan_timeout_s(env: Mapping[str, str] = os.environ) -> float:
+    """How long resident hosts wait for a driver before they free their slices and exit (a
+    run stopped for good must not hold TPUs): the hosts' raylets wait no longer than
+    ``RAY_gcs_rpc_server_reconnect_timeout_s`` for a lost head (KubeRay sets 600 s on
+    workers, the stack's ``workerReconnectTimeoutSeconds`` more) and exit with every actor
+    on them, so a longer orphan timer could never run out. ``$RAYTPU_RESIDENT_ORPHAN_S``
+    shortens it, never past that limit."""
+    reconnect = float(env.get(RECONNECT_ENV, KUBERAY_RECONNECT_TIMEOUT_S))
+    return min(float(env.get(ORPHAN_ENV, reconnect)), reconnect)
 SINK_TIMEOUT_S = 30.0  # after that, step records for a lost driver are dropped
 KEEP_CHECKPOINTS = 2
 
@@ -185,17 +192,19 @@ class ResidentHost:
         self.rank = -1
         self.world = 0
         self._seen = time.monotonic()
-        orphan_s = float(os.environ.get(ORPHAN_ENV, ORPHAN_S))
+        orphan_s = orphan_timeout_s()
         threading.Thread(target=self._watch, args=(orphan_s,), name="raytpu-orphan",
                          daemon=True).start()
 
     def _watch(self, orphan_s: float) -> None:
         while time.monotonic() - self._seen < orphan_s:
             time.sleep(min(1.0, orphan_s / 10))
-        # Removing the group kills every host of it (this one too); exit if that fails.
+        # Free the slices' heads, then the group: removing it kills every host of it (this
+        # one too); exit if that fails.
         with contextlib.suppress(Exception):
             pg = ray.util.get_current_placement_group()
             if pg is not None:
+                _release_slice_heads(ray.util.placement_group_table(pg)["name"])
                 remove_placement_group(pg)
         os._exit(0)
 
@@ -230,22 +239,74 @@ class ResidentHost:
 # -- the driver ------------------------------------------------------------------------
 
 
+def _head_group(name: str, slice_index: int) -> str:
+    return f"{name}-head-{slice_index}"
+
+
+def _hold_slice_heads(scaling: TrainScaling, name: str, timeout: float) -> list[str]:
+    """Take each slice by its ``TPU-<pod type>-head`` resource in a detached placement group
+    named after the run, and return the slices' names. Ray's ``reserve_tpu_slice`` takes a
+    slice the same way, but its group belongs to the driver: once it is gone (released, or
+    with the driver) another run's reservation lands on this slice's worker 0 while its hosts
+    are busy here, and that run waits out its whole timeout. Held as long as the run's
+    slices are (:func:`_release_slice_heads`)."""
+    from ray._private.accelerators.tpu import fetch_tpu_slice_name_from_pg
+    from ray.util.placement_group import placement_group
+
+    names: list[str] = []
+    for i in range(scaling.slices):
+        pg = placement_group(
+            [{f"TPU-{scaling.pod_type}-head": 1}], name=_head_group(name, i),
+            lifetime="detached", bundle_label_selector=[{
+                "ray.io/tpu-worker-id": "0", "ray.io/tpu-pod-type": scaling.pod_type}])
+        ready, _ = ray.wait([pg.ready()], timeout=timeout)
+        slice_name = fetch_tpu_slice_name_from_pg(pg) if ready else None
+        if slice_name is None:
+            remove_placement_group(pg)
+            _release_slice_heads(name)
+            raise TimeoutError(f"no free {scaling.pod_type} slice within {timeout:g} s "
+                               f"(slice {i + 1} of {scaling.slices})")
+        names.append(slice_name)
+    return names
+
+
+def _release_slice_heads(name: str) -> None:
+    """Remove the run's slice-head groups (what exists of them)."""
+    i = 0
+    while True:
+        try:
+            pg = ray.util.get_placement_group(_head_group(name, i))
+        except ValueError:
+            return
+        with contextlib.suppress(Exception):
+            remove_placement_group(pg)
+        i += 1
+
+
 def _reserve(cfg: TrainConfig, scaling: TrainScaling, name: str) -> PlacementGroup:
     from ray.util.tpu import SlicePlacementGroup, get_tpu_version_from_type
 
     # As long as Ray Train would wait for its worker group (TPU VMs take minutes from zero).
     timeout = float(os.environ.get(WORKER_GROUP_START_TIMEOUT_ENV, SCALE_UP_TIMEOUT_S))
-    spg = SlicePlacementGroup(
-        topology=scaling.topology,
-        accelerator_version=get_tpu_version_from_type(scaling.accelerator_type),
-        resources_per_bundle=dict(scaling.resources_per_worker), strategy="STRICT_SPREAD",
-        name=name, lifetime="detached", num_slices=cfg.slices,
-        head_reservation_timeout_s=timeout)
-    pg = spg.placement_group
-    assert pg is not None
-    ray.get(pg.ready(), timeout=timeout)
-    # The slice-head reservations only pick the slices; they die with this driver anyway.
-    spg.release_head_pgs()
+    # Multi-host slices are taken by their heads first, held for the run's lifetime; the
+    # slice group then names them, so SlicePlacementGroup reserves no head of its own.
+    slices = (_hold_slice_heads(scaling, name, timeout) if scaling.hosts_per_slice > 1
+              else [])
+    selector = [{ray._raylet.RAY_NODE_TPU_SLICE_NAME_KEY: s} for s in slices
+                for _ in range(scaling.hosts_per_slice)] or None
+    try:
+        spg = SlicePlacementGroup(
+            topology=scaling.topology,
+            accelerator_version=get_tpu_version_from_type(scaling.accelerator_type),
+            resources_per_bundle=dict(scaling.resources_per_worker), strategy="STRICT_SPREAD",
+            name=name, lifetime="detached", num_slices=cfg.slices,
+            head_reservation_timeout_s=timeout, bundle_label_selector=selector)
+        pg = spg.placement_group
+        assert pg is not None
+        ray.get(pg.ready(), timeout=timeout)
+    except BaseException:
+        _release_slice_heads(name)
+        raise
     return pg
 
 
@@ -314,6 +375,7 @@ def teardown(run_name: str) -> None:
         except ValueError:
             continue
     remove_placement_group(pg)
+    _release_slice_heads(group_name(run_name))
 
 
 def _run(hosts: list[Any], cfg: TrainConfig, sink: Any, run_dir: str) -> None:

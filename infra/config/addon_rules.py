@@ -9,6 +9,7 @@ from __future__ import annotations
 from raytpu.config.stack import StackConfig
 from raytpu.config.teams import team_namespace
 from raytpu.facts import versions
+from raytpu.facts.gcs_ft_env import FT_ENABLED_ANNOTATION, GCS_FT_MIN_KUBERAY, REDIS_ADDRESS_ENV
 
 
 def addon_warnings(cfg: StackConfig) -> list[str]:
@@ -25,6 +26,15 @@ def addon_warnings(cfg: StackConfig) -> list[str]:
         "document the add-on's version). After `pulumi up`: `kubectl -n "
         f"{ns} get events | grep -i 'violates PodSecurity'` must print nothing",
     ]
+    if cfg.ray.gcs_fault_tolerance is not None:
+        out.append(
+            "raytpu:kuberay.mode: 'gke-addon': raytpu:ray.gcsFaultTolerance needs the "
+            "add-on's RayCluster CRD to have gcsFaultToleranceOptions (KubeRay >= "
+            f"{GCS_FT_MIN_KUBERAY}); an older one prunes the field without an error, and GCS "
+            "fault tolerance and resident hosts are then off (GKE does not document the "
+            "add-on's version). After `pulumi up`: `raytpu status` checks that the "
+            "RayCluster kept gcsFaultToleranceOptions and that the head has "
+            f"{REDIS_ADDRESS_ENV} and {FT_ENABLED_ANNOTATION}=true")
     if cfg.teams or cfg.jobs:
         where = ", ".join([*(team_namespace(t.name) for t in cfg.teams),
                            *([ns] if cfg.jobs else [])])

@@ -279,6 +279,9 @@ class CostConfig(_Model):
     """Per TPU generation (v4, v5e, v5p, v6e)."""
     machines: dict[str, float] = {}
     """USD per VM-hour of CPU machine types (the system pool), e.g. ``n2-standard-8: 0.35``."""
+    memorystore: dict[str, float] = {}
+    """USD per GB-hour of GCS fault tolerance's Memorystore instance, by tier (``BASIC``,
+    ``STANDARD_HA``): no list price is sourced, so unset leaves it unpriced."""
 
 
 class MonitoringConfig(_Model):

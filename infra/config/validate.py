@@ -25,6 +25,7 @@ from raytpu.facts import versions
 from raytpu.facts.catalog import GENERATIONS, CatalogError
 from raytpu.facts.names import DNS_LABEL, K8S_NAME, PROJECT_ID, cidr_problem, cluster_name_problem
 from raytpu.facts.problems import ArgsError
+from raytpu.spec.memorystore import TIERS as MEMORYSTORE_TIERS
 
 
 def stack_warnings(cfg: StackConfig) -> list[str]:
@@ -327,6 +328,12 @@ def _monitoring_cost_problems(cfg: StackConfig) -> list[str]:
     for machine, price in cfg.cost.machines.items():
         if price < 0:
             problems.append(f"raytpu:cost.machines.{machine}: {price!r} is negative")
+    for tier, price in cfg.cost.memorystore.items():
+        if tier not in MEMORYSTORE_TIERS:
+            problems.append(f"raytpu:cost.memorystore.{tier}: unknown Memorystore tier; "
+                            f"valid: {', '.join(MEMORYSTORE_TIERS)}")
+        elif price < 0:
+            problems.append(f"raytpu:cost.memorystore.{tier}: {price!r} is negative")
     return problems
 
 

@@ -264,6 +264,15 @@ def _default_topology(generation: str, chips: int) -> str:
     return min(ray_ok or candidates, key=lambda t: max(int(d) for d in t.split("x")))
 
 
+# xpk 1.16.0 core/nodepool.py: a system with supports_accelerator_network_profile (every v6e
+# one of core/system_characteristics.py, on ct6e-standard-1t and -4t; no other TPU) gets
+# `--accelerator-network-profile=auto --node-labels=cloud.google.com/gke-networking-dra-driver
+# =true`: GKE sets up the accelerator's high-performance networking (pulumi-gcp 10.2
+# NodePoolNetworkConfig.acceleratorNetworkProfile). xpk lists no ct6e-standard-8t: unsourced.
+ACCELERATOR_NETWORK_PROFILE_MACHINES = frozenset({"ct6e-standard-1t", "ct6e-standard-4t"})
+DRA_NETWORKING_LABEL = ("cloud.google.com/gke-networking-dra-driver", "true")
+
+
 @dataclass(frozen=True)
 class SliceShape:
     """One TPU slice: what its node pool and its Ray worker group are made of."""
@@ -295,6 +304,13 @@ class SliceShape:
     @property
     def multi_host(self) -> bool:
         return self.hosts > 1
+
+    @property
+    def accelerator_network_profile(self) -> str | None:
+        """``networkConfig.acceleratorNetworkProfile`` of this shape's node pools (with
+        :data:`DRA_NETWORKING_LABEL` on their nodes), as xpk 1.16.0 creates them; ``None``
+        where xpk sets none."""
+        return "auto" if self.machine_type in ACCELERATOR_NETWORK_PROFILE_MACHINES else None
 
     @property
     def node_selector(self) -> dict[str, str]:

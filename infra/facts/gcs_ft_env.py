@@ -16,6 +16,13 @@ KUBERAY_HEAD_ENV = (REDIS_ADDRESS_ENV, REDIS_PASSWORD_ENV, REDIS_USERNAME_ENV,
 """The head environment KubeRay sets from gcsFaultToleranceOptions and refuses to find set
 by hand (``utils/validation.go ValidateRayClusterSpec``)."""
 
+FT_ENABLED_ANNOTATION = "ray.io/ft-enabled"
+"""The head pod annotation KubeRay 1.7.0 sets to whether GCS fault tolerance is on
+(``utils/constant.go RayFTEnabledAnnotationKey``)."""
+GCS_FT_MIN_KUBERAY = "1.3.0"
+"""The first KubeRay whose RayCluster CRD has ``gcsFaultToleranceOptions``
+(``apis/ray/v1/raycluster_types.go``, kuberay #2715); an older CRD prunes it silently."""
+
 RECONNECT_ENV = "RAY_gcs_rpc_server_reconnect_timeout_s"
 """How long a worker's raylet waits for a new head before it exits."""
 KUBERAY_RECONNECT_TIMEOUT_S = 600

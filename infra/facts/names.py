@@ -20,10 +20,16 @@ LOCATION = re.compile(r"^[a-z]+-[a-z]+\d+(-[a-z])?$")  # a region or a zone
 # letter, not ending with a hyphen (gcloud container clusters create). One check for the
 # stack config and GkeClusterArgs.
 CLUSTER_NAME_MAX_LEN = 40
-# KubeRay 1.7.0 utils/constant.go MaxRayJobNameLength = MaxRayClusterNameLength (53) - 6: room
-# for the "-xxxxx" suffix of the RayCluster a RayJob creates (a DNS-1035 label,
-# utils/validation.go ValidateRayJobMetadata).
-RAYJOB_NAME_MAX_LEN = 47
+# KubeRay 1.7.0 utils/constant.go MaxRayClusterNameLength = 53 (63 less "-serve-svc", its
+# longest service suffix), refused by utils/validation.go ValidateRayClusterMetadata.
+RAYCLUSTER_NAME_MAX_LEN = 53
+# MaxRayJobNameLength = MaxRayClusterNameLength - 6: room for the "-xxxxx" suffix of the
+# RayCluster a RayJob creates (a DNS-1035 label, ValidateRayJobMetadata).
+RAYJOB_NAME_MAX_LEN = RAYCLUSTER_NAME_MAX_LEN - 6
+# KubeRay 1.7.0 utils/util.go PodName: the prefix of a worker pod's generated name,
+# "<cluster>-<group>", is cut to 50 characters (63 less "-worker-" and 5 random ones); a cut
+# prefix no longer names the group (kuberay #2923 broke TPU_WORKER_HOSTNAMES that way).
+POD_NAME_PREFIX_MAX_LEN = 50
 # GCP project IDs: 6-30 characters, lowercase letters, digits and hyphens, starting with a
 # letter, not ending with a hyphen (Resource Manager "Creating and managing projects").
 PROJECT_ID = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")

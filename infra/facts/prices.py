@@ -123,10 +123,8 @@ def machine_price(machine_type: str, region: str) -> MachinePrice | None:
     return MACHINE_PRICES.get(machine_type, {}).get(region)
 
 
-# Memorystore for Redis, USD per GB-hour of provisioned capacity, by service tier, for the
-# capacity tier M1 (1-4 GB): the size a Ray GCS needs. UNVERIFIED: written from memory of
-# the pricing page (us-central1) and not yet checked against it (no stored copy here); the
-# cost output says so on its row. Applied in every region.
-MEMORYSTORE_SOURCE = ("unverified: https://cloud.google.com/memorystore/docs/redis/pricing "
-                      "(us-central1, M1), not yet checked against the page")
-MEMORYSTORE_GB_HOUR: dict[str, float] = {"BASIC": 0.049, "STANDARD_HA": 0.064}
+# Memorystore for Redis: no sourced price here. The rates once written from memory were never
+# checked against the pricing page, so `raytpu cost` shows the instance as unpriced, out of
+# the totals, until the stack prices it (raytpu:cost.memorystore.<tier>, USD per GB-hour),
+# as a negotiated price would come in.
+MEMORYSTORE_PRICING = "https://cloud.google.com/memorystore/docs/redis/pricing"

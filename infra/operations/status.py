@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from raytpu.facts.catalog import TPU_RESOURCE
+from raytpu.facts.gcs_ft_env import FT_ENABLED_ANNOTATION, REDIS_ADDRESS_ENV
 from raytpu.facts.names import NODEPOOL_LABEL
 
 # Where the command's other parts live, for callers that import them from here.
@@ -194,6 +195,36 @@ def queue_of(team: TeamConfig, queues: list[dict[str, Any]]) -> dict[str, Any] |
     return None
 
 
+def gcs_ft_view(rc: dict[str, Any] | None, pods: list[Any]) -> dict[str, Any]:
+    """Whether GCS fault tolerance, which the stack asks for, is what runs: a KubeRay older
+    than 1.3.0 (whose CRD has no ``gcsFaultToleranceOptions``, e.g. an add-on's) prunes the
+    field without an error, and the head then runs without Redis and resident hosts die
+    with it. KubeRay 1.7.0 (``common/pod.go configureGCSFaultTolerance``) marks the head
+    pod ``ray.io/ft-enabled`` and sets ``RAY_REDIS_ADDRESS`` on its Ray container."""
+    kept = rc is not None and "gcsFaultToleranceOptions" in (rc.get("spec") or {})
+    heads = [p for p in pods
+             if (p.metadata.labels or {}).get(RAY_NODE_TYPE_LABEL) == "head"]
+    annotated = any((p.metadata.annotations or {}).get(FT_ENABLED_ANNOTATION) == "true"
+                    for p in heads)
+    # The Ray container is the first (KubeRay's RayContainerIndex).
+    redis_env = any(e.name == REDIS_ADDRESS_ENV for p in heads
+                    for e in ((p.spec.containers[0].env or []) if p.spec.containers else []))
+    problems = []
+    if rc is not None and not kept:
+        problems.append("the RayCluster has no spec.gcsFaultToleranceOptions: the operator's "
+                        "CRD pruned it (KubeRay older than 1.3.0?); GCS fault tolerance and "
+                        "resident hosts are off")
+    if not heads:
+        problems.append("no head pod to check")
+    else:
+        if not annotated:
+            problems.append(f"the head pod lacks {FT_ENABLED_ANNOTATION}=true")
+        if not redis_env:
+            problems.append(f"the head's Ray container has no {REDIS_ADDRESS_ENV}")
+    return {"ray_cluster_kept_options": kept, "head_ft_annotation": annotated,
+            "head_redis_address": redis_env, "ok": not problems, "problems": problems}
+
+
 def status_view(cfg: StackConfig, snapshot: ClusterSnapshot) -> dict[str, Any]:
     """The status object (documented in docs/monitoring.md) of ``cfg`` as ``snapshot`` shows it."""
     nodes_by_pool: dict[str, list[Any]] = defaultdict(list)
@@ -226,13 +257,17 @@ def status_view(cfg: StackConfig, snapshot: ClusterSnapshot) -> dict[str, Any]:
              for t in cfg.teams]
     from raytpu.operations.status_why import add_whys
 
+    gcs_ft = (gcs_ft_view(rc, snapshot.ray_pods)
+              if cfg.ray.gcs_fault_tolerance is not None and rc is not None else None)
     view = {
         "stack": cfg.stack,
         "cluster": cfg.cluster.name,
         "ray_cluster": ray_cluster,
+        "gcs_fault_tolerance": gcs_ft,
         "groups": groups,
         "teams": teams,
-        "healthy": all(g["healthy"] for g in groups) and ray_cluster is not None,
+        "healthy": (all(g["healthy"] for g in groups) and ray_cluster is not None
+                    and (gcs_ft is None or gcs_ft["ok"])),
     }
     return add_whys(cfg, snapshot, view,
                     [queue_of(t, snapshot.cluster_queues) for t in cfg.teams])

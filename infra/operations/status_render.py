@@ -64,6 +64,12 @@ def render_status(view: dict[str, Any], source: str, console: Console | None = N
     else:
         console.print(Text(f"RayCluster {rc['namespace']}/{rc['name']}: state {rc['state']}, "
                            f"workers ready {rc['ready_workers']}/{rc['desired_workers']}"))
+    ft = view.get("gcs_fault_tolerance")
+    if ft is not None:
+        console.print(Text("GCS fault tolerance: " + ("on (RayCluster kept its options, head "
+                           "annotated and given the Redis address)" if ft["ok"] else
+                           "NOT on: " + "; ".join(ft["problems"])),
+                           style="" if ft["ok"] else "red"))
     for table in status_tables(view):
         render_table(console, table)
     lines = waiting_lines(view)

@@ -27,7 +27,7 @@ def webhook_hint(cfg: StackConfig) -> str:
     if cfg.kuberay.mode == "gke-addon":
         return ("the GKE Ray Operator add-on serves it: check the add-on is enabled and the "
                 "cluster's version carries the webhook")
-    from raytpu.components.kuberay_operator import WEBHOOK_NAMESPACE
+    from raytpu.spec.kuberay_operator import WEBHOOK_NAMESPACE
 
     return (f"the kuberay-tpu-webhook in namespace {WEBHOOK_NAMESPACE} (Helm) must be Ready "
             "before TPU pods are created: check its pod and cert-manager's certificate")

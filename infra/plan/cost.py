@@ -111,15 +111,20 @@ def _system_pool(cfg: StackConfig) -> dict[str, Any]:
 
 
 def _gcs_redis(cfg: StackConfig) -> dict[str, Any] | None:
-    """The Memorystore instance of GCS fault tolerance, billed whether used or not."""
+    """The Memorystore instance of GCS fault tolerance, billed whether used or not; priced
+    only by ``raytpu:cost.memorystore`` (no sourced list price), else out of the totals."""
     ft = cfg.ray.gcs_fault_tolerance
     if ft is None or ft.memorystore is None:
         return None
     m = ft.memorystore
-    per_gb = prices.MEMORYSTORE_GB_HOUR[m.tier]
+    per_gb = cfg.cost.memorystore.get(m.tier)
+    source = (f"raytpu:cost.memorystore.{m.tier}" if per_gb is not None else
+              f"no sourced price for Memorystore {m.tier} (see {prices.MEMORYSTORE_PRICING}, "
+              f"{m.memory_size_gb} GB in {cfg.region}); set raytpu:cost.memorystore.{m.tier} "
+              "(USD per GB-hour)")
     gb = {b: m.memory_size_gb for b in BOUNDS}
     return {"name": "gcs-redis", "tier": m.tier, "memory_size_gb": m.memory_size_gb,
-            "price_per_gb_hour": per_gb, "price_source": prices.MEMORYSTORE_SOURCE,
+            "price_per_gb_hour": per_gb, "price_source": source,
             **_per_hour_and_month(per_gb, gb)}
 
 

@@ -137,7 +137,10 @@ def summary_line(result: PlanResult) -> str:
     chips = sum(s.initial_slices * s.shape.chips for s in slices)
     min_chips = sum(s.min_slices * s.shape.chips for s in slices)
     max_chips = sum(s.max_slices * s.shape.chips for s in slices)
-    monthly = money_at_count(cost_of(result.config)["total"]["monthly"])
+    cost = cost_of(result.config)
+    monthly = money_at_count(cost["total"]["monthly"])
+    if cost["unpriced"]:  # out of the total: say so beside it
+        monthly += f" (not priced: {', '.join(cost['unpriced'])})"
     scaling = "" if least == most else (
         f" (autoscaling {least}..{most} slices, {min_chips}..{max_chips} chips)")
     return (f"Plan: {_n(count, 'TPU slice')}, {chips} chips at the configured count{scaling}, "

@@ -69,8 +69,13 @@ def _maintenance_note(policy: MaintenancePolicyArgs | None) -> str:
         when = f"only {days} from {window.start_time[11:16]} UTC for {window.hours:g} h"
     held = [f"{e.name} ({e.scope}, {e.start_time} to {e.end_time or 'end of support'})"
             for e in (policy.exclusions if policy else ())]
+    # GKE "Maintenance windows and exclusions": they do not bound maintenance of the services
+    # GKE runs on (Compute Engine), repairs, or fixes of critical vulnerabilities; and TPU
+    # VMs are not live-migrated, so a host maintenance event stops the slice regardless.
     return ("GKE upgrades node pools, recreating a multi-host slice under its job, " + when
-            + (f", except during {'; '.join(held)}" if held else ""))
+            + (f", except during {'; '.join(held)}" if held else "")
+            + ". Not bounded by the window or exclusions: Compute Engine host maintenance "
+            "(TPU VMs do not live-migrate), node auto-repair and critical security patches")
 
 
 def output_tables(result: PlanResult, show_secrets: bool = False) -> list[PlanTable]:

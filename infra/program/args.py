@@ -89,6 +89,9 @@ def gke_args(cfg: StackConfig) -> GkeArgs:
     network = build_args(
         NetworkArgs, "raytpu:network", cfg.network, problems, project=project,
         region=From(cfg.region, "raytpu:zone"), node_tag=node_tag, tpu_node_tag=tpu_tag,
+        # A job spans slices of one group only (raytpu:jobs[].slices), so a group of at
+        # most one slice never sends DCN traffic.
+        multislice=any(s.max_slices > 1 for s in cfg.slices),
         master_ipv4_cidr_block=From(c.master_ipv4_cidr_block,
                                     "raytpu:cluster.masterIpv4CidrBlock"),
         existing=None if cfg.network.create else cfg.network.existing)

@@ -13,13 +13,9 @@ from __future__ import annotations
 import dataclasses
 
 import pulumi
-from raytpu.components.memorystore import (
-    INSTANCE_NAME,
-    TLS_PORT,
-    MemorystoreRedis,
-    MemorystoreRedisArgs,
-)
+from raytpu.components.memorystore import TLS_PORT, MemorystoreRedis
 from raytpu.config.stack import StackConfig
+from raytpu.spec.memorystore import INSTANCE_NAME, MemorystoreRedisArgs
 from raytpu.spec.ray_cluster import GcsFaultTolerance
 
 # Before the instance exists (validation, `raytpu plan` of the RayJobs alone): its shape.

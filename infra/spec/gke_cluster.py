@@ -99,6 +99,13 @@ WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 EXCLUSION_SCOPES = ("NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES")
 # pulumi-gcp ClusterMaintenancePolicy.maintenanceExclusions: "up to 20 ... at a time".
 MAX_EXCLUSIONS = 20
+# A NO_UPGRADES exclusion also holds security patches off, so GKE bounds it: "NO_UPGRADES
+# exclusions are limited to 30 days" (GKE's Terraform sample terraform-docs-samples
+# gke/standard/zonal/no-channel-to-release-channel/no_upgrade/main.tf; GKE "Maintenance
+# windows and exclusions", scope of maintenance to exclude). UNTIL_END_OF_SUPPORT is
+# documented for the NO_MINOR_* scopes only.
+NO_UPGRADES_MAX_DAYS = 30
+UNBOUNDED_SCOPES = ("NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES")
 # RFC 3339 in UTC ("Zulu"): GKE returns other forms in UTC, a permanent diff (pulumi-gcp).
 _UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _DAY = "(" + "|".join(WEEKDAYS) + ")"
@@ -171,7 +178,8 @@ class MaintenanceExclusion:
     """RFC 3339 in UTC."""
     end_time: str | None = None
     """RFC 3339 in UTC; ``None``: until the cluster's minor version reaches end of support
-    (``endTimeBehavior: UNTIL_END_OF_SUPPORT``)."""
+    (``endTimeBehavior: UNTIL_END_OF_SUPPORT``), for the ``NO_MINOR_*`` scopes only: a
+    ``NO_UPGRADES`` exclusion needs an end at most ``NO_UPGRADES_MAX_DAYS`` after its start."""
     scope: str = "NO_MINOR_OR_NODE_UPGRADES"
     """``NO_UPGRADES``, ``NO_MINOR_UPGRADES`` or ``NO_MINOR_OR_NODE_UPGRADES`` (the default:
     node pools, so TPU slices, are left alone; control-plane patches still apply)."""
@@ -186,6 +194,17 @@ class MaintenanceExclusion:
         if self.scope not in EXCLUSION_SCOPES:
             raise args_error(self, "scope", f"{self.scope!r} is not valid; valid: "
                              f"{', '.join(EXCLUSION_SCOPES)}")
+        if self.scope not in UNBOUNDED_SCOPES:
+            if self.end_time is None:
+                raise args_error(self, "end_time", f"required for scope {self.scope}: GKE "
+                                 f"limits it to {NO_UPGRADES_MAX_DAYS} days (only "
+                                 f"{' and '.join(UNBOUNDED_SCOPES)} may last until end of "
+                                 "support)")
+            days = (_utc(self, "end_time", self.end_time) - start).total_seconds() / 86400
+            if days > NO_UPGRADES_MAX_DAYS:
+                raise args_error(self, "end_time", f"{self.end_time!r} makes a {days:g}-day "
+                                 f"{self.scope} exclusion; GKE limits it to "
+                                 f"{NO_UPGRADES_MAX_DAYS} days")
 
 
 @dataclass(frozen=True)
@@ -196,9 +215,9 @@ class MaintenancePolicyArgs:
     an exclusion holds node upgrades off through a run."""
 
     window: MaintenanceWindow | None = None
-    """The recurring window; ``None``: GKE's (any time)."""
+    """The recurring window; ``None``: GKE's (any time), and then no exclusions."""
     exclusions: tuple[MaintenanceExclusion, ...] = ()
-    """At most ``MAX_EXCLUSIONS``, each named once."""
+    """At most ``MAX_EXCLUSIONS``, each named once; they need a ``window``."""
 
     def __post_init__(self) -> None:
         if len(self.exclusions) > MAX_EXCLUSIONS:
@@ -208,6 +227,14 @@ class MaintenancePolicyArgs:
         for i, name in enumerate(names):
             if name in names[:i]:
                 raise args_error(self, ("exclusions", i, "name"), f"{name!r} is named twice")
+        # The provider puts ExactlyOneOf on daily_maintenance_window / recurring_window /
+        # recurring_maintenance_window (terraform-provider-google resource_container_cluster
+        # .go), so a maintenancePolicy of exclusions alone fails at `pulumi preview`. Refused
+        # rather than filled with an any-time window: that choice is the user's to make.
+        if self.exclusions and self.window is None:
+            raise args_error(self, "window", "required with exclusions (the provider needs "
+                             "exactly one window in maintenancePolicy); set one, e.g. "
+                             "FREQ=WEEKLY;BYDAY=SA,SU for 6 h")
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ class NetworkArgs:
     webhook_ports: tuple[int, ...] = Ports.EXTRA_WEBHOOK_PORTS
     """TCP ports the control plane must reach for admission webhooks, beyond the 443/10250
     GKE's own master rule opens (controller-runtime 9443, 8443, Istio 15017)."""
+    multislice: bool = True
+    """Some slice group can run a job over several slices (DCN traffic between slices):
+    declare the multislice rule. ``False``: no group has more than one slice, no rule."""
     multislice_ports: tuple[int, ...] = MULTISLICE_PORTS
     """TCP ports opened between TPU nodes for multislice (DCN) traffic."""
     nat_log_errors: bool = True

@@ -47,20 +47,22 @@ def test_prod_groups_price_chips_times_list_price_over_the_range() -> None:
     assert n2 is not None
     assert sp["nodes"] == {"min": 1, "count": 1, "max": 4}
     assert sp["hourly"]["max"] == pytest.approx(4 * n2.on_demand)
-    # GCS fault tolerance: 1 GB of Standard-tier Memorystore, every hour, at every bound.
+    # GCS fault tolerance: 1 GB of Standard-tier Memorystore, with no sourced price: shown
+    # unpriced, out of the totals, saying where to look and what prices it.
     redis = c["gcs_redis"]
-    per_gb = prices.MEMORYSTORE_GB_HOUR["STANDARD_HA"]
     assert (redis["tier"], redis["memory_size_gb"]) == ("STANDARD_HA", 1)
-    assert redis["hourly"] == {b: pytest.approx(per_gb) for b in ("min", "count", "max")}
-    assert redis["price_source"] == prices.MEMORYSTORE_SOURCE
-    parts = [*c["groups"], sp, redis]
+    assert redis["price_per_gb_hour"] is None
+    assert redis["hourly"] == {b: None for b in ("min", "count", "max")}
+    assert prices.MEMORYSTORE_PRICING in redis["price_source"]
+    assert "set raytpu:cost.memorystore.STANDARD_HA (USD per GB-hour)" in redis["price_source"]
+    parts = [*c["groups"], sp]
     for bound in ("min", "count", "max"):
         assert c["total"]["hourly"][bound] == pytest.approx(
             sum(p["hourly"][bound] for p in parts), abs=1e-3)
         assert c["total"]["monthly"][bound] == pytest.approx(
             c["total"]["hourly"][bound] * H, abs=0.05)
     assert c["currency"] == "USD" and c["prices"]["source"].startswith("https://")
-    assert c["unpriced"] == []
+    assert c["unpriced"] == ["gcs-redis"]
 
 
 def test_spot_and_reservation_use_their_own_prices() -> None:
@@ -221,3 +223,20 @@ def test_dev_has_no_gcs_redis_to_pay_for() -> None:
     assert c["gcs_redis"] is None
     assert c["total"]["hourly"]["count"] == pytest.approx(
         sum(p["hourly"]["count"] for p in [*c["groups"], c["system_pool"]]), abs=1e-3)
+
+
+def test_memorystore_is_priced_only_by_the_stack() -> None:
+    raw = load_stack_file("prod", STACKS_DIR)
+    unpriced = cost_of(parse_stack_config("prod", raw))
+    priced = cost_of(parse_stack_config("prod", {**raw, "raytpu:cost": {
+        **raw.get("raytpu:cost", {}), "memorystore": {"STANDARD_HA": 0.05}}}))
+    redis = priced["gcs_redis"]
+    assert redis["price_source"] == "raytpu:cost.memorystore.STANDARD_HA"
+    assert redis["hourly"]["count"] == pytest.approx(0.05)
+    assert priced["unpriced"] == []
+    for bound in ("min", "count", "max"):  # the override, and only it, joins the total
+        assert priced["total"]["hourly"][bound] == pytest.approx(
+            unpriced["total"]["hourly"][bound] + 0.05, abs=1e-3)
+    with pytest.raises(ConfigError, match=r"raytpu:cost\.memorystore\.STANDARD: unknown "
+                       r"Memorystore tier; valid: BASIC, STANDARD_HA"):
+        parse_stack_config("prod", {**raw, "raytpu:cost": {"memorystore": {"STANDARD": 0.05}}})

@@ -129,5 +129,45 @@ def test_the_plan_says_when_multi_host_slices_may_be_recreated(
         (table,) = tpu_slice_tables(stack_plans[stack])
         return next(n for n in table.notes if n.startswith("GKE upgrades"))
 
-    assert note("prod").endswith("only SA,SU from 02:00 UTC for 6 h")
-    assert note("staging").endswith("at any time (no raytpu:cluster.maintenance.window)")
+    assert "only SA,SU from 02:00 UTC for 6 h." in note("prod")
+    assert "at any time (no raytpu:cluster.maintenance.window)." in note("staging")
+    # The window bounds GKE's upgrades, not what stops a slice without one.
+    for stack in ("prod", "staging"):
+        assert note(stack).endswith(
+            "Not bounded by the window or exclusions: Compute Engine host maintenance (TPU "
+            "VMs do not live-migrate), node auto-repair and critical security patches")
+
+
+def test_exclusions_without_a_window_are_refused() -> None:
+    # The provider's ExactlyOneOf on the window blocks would fail `pulumi preview` on a
+    # maintenancePolicy holding exclusions only; refused here, naming the key.
+    run = MaintenanceExclusion("run", "2026-02-01T00:00:00Z")
+    with pytest.raises(ValueError, match=r"MaintenancePolicyArgs\.window: required with "
+                       r"exclusions"):
+        MaintenancePolicyArgs(exclusions=(run,))
+    raw = {"gcp:project": "acme-ml", "raytpu:zone": "us-west4-a",
+           "raytpu:slices": [{"name": "train", "tpu": "v5litepod-16"}],
+           "raytpu:cluster": {"maintenance": {
+               "exclusions": [{"name": "run", "startTime": "2026-02-01T00:00:00Z"}]}}}
+    with pytest.raises(ConfigError, match=r"raytpu:cluster\.maintenance\.window: required "
+                       r"with exclusions"):
+        parse_stack_config("dev", raw)
+
+
+@pytest.mark.parametrize(("end", "message"), [
+    (None, r"end_time: required for scope NO_UPGRADES: GKE limits it to 30 days"),
+    ("2026-03-04T00:00:00Z", r"end_time: '2026-03-04T00:00:00Z' makes a 31-day NO_UPGRADES "
+     r"exclusion; GKE limits it to 30 days"),
+])
+def test_no_upgrades_exclusions_are_bounded(end: str | None, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MaintenanceExclusion("freeze", "2026-02-01T00:00:00Z", end, scope="NO_UPGRADES")
+    # 30 days is accepted, and the end is emitted as such, without UNTIL_END_OF_SUPPORT.
+    freeze = MaintenanceExclusion("freeze", "2026-02-01T00:00:00Z", "2026-03-03T00:00:00Z",
+                                  scope="NO_UPGRADES")
+    policy = MaintenancePolicyArgs(window=window(6, "FREQ=WEEKLY;BYDAY=SA,SU"),
+                                   exclusions=(freeze,))
+    (emitted,) = plan_gke(maintenance=policy).get(CLUSTER, "gke").inputs[
+        "maintenancePolicy"]["maintenanceExclusions"]
+    assert emitted["exclusionOptions"] == {"scope": "NO_UPGRADES"}
+    assert emitted["endTime"] == "2026-03-03T00:00:00Z"

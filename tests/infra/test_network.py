@@ -83,6 +83,19 @@ def test_webhook_and_multislice_rules() -> None:
     assert r["multislice"]["allows"] == [{"protocol": "tcp", "ports": ["8081", "8471"]}]
 
 
+def test_the_multislice_rule_only_where_a_group_can_span_slices(
+        stack_plans: dict[str, PlanResult]) -> None:
+    assert "multislice" not in rules(plan_network(multislice=False))
+
+    def names(stack: str) -> set[str]:
+        return {r.name.split("-allow-", 1)[1] for r in stack_plans[stack].by_type(FIREWALL)}
+
+    # prod's v5e-16 scales to 6 slices; dev and staging have one slice per group.
+    assert "multislice" in names("prod")
+    assert "multislice" not in names("dev")
+    assert "multislice" not in names("staging")
+
+
 def test_no_webhook_rule_without_private_control_plane() -> None:
     assert set(rules(plan_network(master_ipv4_cidr_block=None))) == {"multislice"}
 

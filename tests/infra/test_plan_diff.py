@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from infra_support import CLUSTER, NODE_POOL, REPO, STACKS_DIR
+from infra_support import CLUSTER, FIREWALL, NODE_POOL, REPO, STACKS_DIR
 from raytpu.facts.replacements import forcing_paths
 from raytpu.plan.diff import DiffError, PlanDiff, diff_plans, render_diff
 from raytpu.plan.engine import PlanResult, load_stack_file, run_program
@@ -64,7 +64,9 @@ def test_changed_slice_count_updates_the_pool_and_the_raycluster(
         raw["raytpu:slices"][0]["count"] = 2
     current = preview("dev", two)
     diff = diff_plans(dev_base, current)
-    assert diff.create == [] and diff.delete == [] and diff.replace == []
+    # Two slices in the group: a job may span them, so the multislice rule comes with them.
+    assert diff.create == [urn_of(current, FIREWALL, "raytpu-dev-allow-multislice")]
+    assert diff.delete == [] and diff.replace == []
     (pool,) = [u for u in diff.update if u.type == NODE_POOL]
     assert pool.to_dict() == {"urn": urn_of(current, NODE_POOL, "v5e-4"),
                               "changes": [{"path": "nodeCount", "old": 1, "new": 2}]}
@@ -77,7 +79,7 @@ def test_changed_slice_count_updates_the_pool_and_the_raycluster(
     assert "DANGER" not in text
     assert "spec.workerGroupSpecs[0].replicas: 1 => 2" in text
     assert "TPU chips at the configured count: 4 => 8 (max 4 => 8)" in text
-    assert "Diff: + 0 to create, ~ 2 to update, +- 0 to replace, - 0 to delete" in text
+    assert "Diff: + 1 to create, ~ 2 to update, +- 0 to replace, - 0 to delete" in text
 
 
 def test_added_slice_group_creates_its_pools(dev_base: dict[str, Any]) -> None:
@@ -185,7 +187,8 @@ def test_cli_diff_json(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert list(doc) == ["create", "delete", "update", "replace"]
-    assert doc["create"] == doc["delete"] == doc["replace"] == []
+    assert doc["delete"] == doc["replace"] == []
+    assert [u.rsplit("::", 1)[1] for u in doc["create"]] == ["raytpu-dev-allow-multislice"]
     (pool,) = [u for u in doc["update"] if u["urn"].endswith(f"{NODE_POOL}::v5e-4")]
     assert pool["changes"] == [{"path": "nodeCount", "old": 1, "new": 2}]
     (rc,) = [u for u in doc["update"] if "RayCluster" in u["urn"]]

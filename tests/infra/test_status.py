@@ -538,3 +538,56 @@ def test_cli_job_flag_prints_one_jobs_why_and_exits_1_for_an_unknown_job(
     unknown = CliRunner().invoke(app, [*base, "--job", "nope"])
     assert unknown.exit_code == 1
     assert "error: --job: no unfinished job 'nope'" in unknown.stderr
+FT_CONFIG = {"gcsFaultTolerance": {"existingRedis": {"address": "10.1.2.3:6379",
+                                                     "passwordSecret": "my-redis"}}}
+
+
+def _ft_world(kuberay_has_ft_field: bool) -> tuple[StackConfig, FakeReader]:
+    """A GCS fault-tolerant stack's RayCluster and pods as the operator leaves them: KubeRay
+    1.7.0 keeps gcsFaultToleranceOptions, annotates the head and gives it the Redis address
+    (common/pod.go configureGCSFaultTolerance); an operator whose CRD predates the field
+    (< 1.3.0) prunes it and does neither."""
+    plan = run_program("test", raw_config(raytpu_slices=[SLICES[1]], raytpu_ray=FT_CONFIG))
+    (rc_res,) = plan.by_type(RAYCLUSTER)
+    rc = to_manifest(rc_res)
+    assert "gcsFaultToleranceOptions" in rc["spec"]
+    if not kuberay_has_ft_field:
+        del rc["spec"]["gcsFaultToleranceOptions"]  # what the API server's pruning does
+    rc["status"] = {"state": "ready", "readyWorkerReplicas": 1, "desiredWorkerReplicas": 1}
+    pods = _pods(rc)
+    head = pods[0]
+    head["metadata"]["annotations"] = {"ray.io/ft-enabled": str(kuberay_has_ft_field).lower()}
+    if kuberay_has_ft_field:
+        head["spec"]["containers"][0].setdefault("env", []).append(
+            {"name": "RAY_REDIS_ADDRESS", "value": "10.1.2.3:6379"})
+    nodes = _deserialize("Node", _nodes(plan, plan.config))
+    return plan.config, FakeReader(nodes, _deserialize("Pod", pods), rc)
+
+
+def test_status_says_when_gcs_fault_tolerance_is_not_what_runs(capsys: Any) -> None:
+    from raytpu.operations.status_render import render_status
+
+    cfg, reader = _ft_world(kuberay_has_ft_field=True)
+    view = fleet_status(cfg, reader)
+    assert view["gcs_fault_tolerance"] == {
+        "ray_cluster_kept_options": True, "head_ft_annotation": True,
+        "head_redis_address": True, "ok": True, "problems": []}
+    assert view["healthy"]
+
+    cfg, reader = _ft_world(kuberay_has_ft_field=False)
+    view = fleet_status(cfg, reader)
+    ft = view["gcs_fault_tolerance"]
+    assert not ft["ok"] and not view["healthy"]
+    assert ft["problems"] == [
+        "the RayCluster has no spec.gcsFaultToleranceOptions: the operator's CRD pruned it "
+        "(KubeRay older than 1.3.0?); GCS fault tolerance and resident hosts are off",
+        "the head pod lacks ray.io/ft-enabled=true",
+        "the head's Ray container has no RAY_REDIS_ADDRESS"]
+    render_status(view, "test")
+    out = " ".join(capsys.readouterr().out.split())
+    assert "GCS fault tolerance: NOT on: the RayCluster has no spec.gcsFaultToleranceOptions" in out
+
+
+def test_no_gcs_fault_tolerance_check_where_the_stack_has_none(world: Any) -> None:
+    cfg, reader = world
+    assert fleet_status(cfg, reader)["gcs_fault_tolerance"] is None

@@ -11,6 +11,7 @@ from raytpu.components import SliceAutoscaling, TpuSlicePool, TpuSlicePoolArgs
 from raytpu.components.tpu_slice_pool import RESERVATION_KEY
 from raytpu.facts.catalog import SliceShape, slice_shape
 from raytpu.plan.engine import PlannedResource, PlanResult
+from test_gcp_input_names import gcp_inputs_problems
 
 CLUSTER_ID = f"projects/{PROJECT}/locations/{ZONE}/clusters/c"
 SA = f"c-nodes@{PROJECT}.iam.gserviceaccount.com"
@@ -145,6 +146,29 @@ def test_node_config() -> None:
     # TPU chips come with the machine type; GKE adds the google.com/tpu taint itself.
     assert "guestAccelerators" not in nc and "taints" not in nc
     assert "reservationAffinity" not in nc
+
+
+@pytest.mark.parametrize(("tpu", "zone", "profile"), [
+    ("v6e-16", "us-east5-b", True),            # multi-host, ct6e-standard-4t
+    ("v6e-4", "us-east5-b", True),             # one 4-chip VM: xpk sets it too
+    ("v6e-8", "us-east5-b", False),            # ct6e-standard-8t: not in xpk 1.16.0
+    ("v5litepod-16", "us-west4-a", False),
+])
+def test_v6e_pools_get_the_accelerator_network_profile_xpk_sets(
+        tpu: str, zone: str, profile: bool) -> None:
+    # xpk 1.16.0: --accelerator-network-profile=auto with the node label
+    # cloud.google.com/gke-networking-dra-driver=true on every v6e pool it creates.
+    plan, _ = plan_pools(slice_shape(tpu), zone=zone, labels={"team": "a"})
+    for p in pools(plan):
+        i = p.inputs
+        if profile:
+            assert i["networkConfig"] == {"acceleratorNetworkProfile": "auto"}
+            assert i["nodeConfig"]["labels"] == {
+                "team": "a", "cloud.google.com/gke-networking-dra-driver": "true"}
+        else:
+            assert "networkConfig" not in i
+            assert i["nodeConfig"]["labels"] == {"team": "a"}
+    assert gcp_inputs_problems([(r.type, r.name, r.inputs) for r in plan.resources]) == []
 
 
 def test_reservation_affinity() -> None:

@@ -48,6 +48,10 @@ def test_addon_warnings_name_what_is_unverified_and_the_live_checks(prod: PlanRe
     assert "hubble observe --to-port 8265 --verdict DROPPED" in text
     # L-6: Pod Security depends on the add-on's KubeRay version.
     assert "Pod Security 'restricted'" in text and "violates PodSecurity" in text
+    # An add-on KubeRay older than 1.3.0 prunes gcsFaultToleranceOptions (prod asks for it).
+    assert ("raytpu:ray.gcsFaultTolerance needs the add-on's RayCluster CRD to have "
+            "gcsFaultToleranceOptions (KubeRay >= 1.3.0); an older one prunes the field") in text
+    assert "RAY_REDIS_ADDRESS and ray.io/ft-enabled=true" in text
 
 
 def test_helm_mode_has_no_addon_warnings() -> None:

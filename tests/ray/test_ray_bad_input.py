@@ -63,10 +63,15 @@ def test_ray_version_below_what_kuberay_supports() -> None:
 
 
 def test_cluster_name_too_long() -> None:
-    name = "ray-" + "x" * 51
+    # 54 characters: its headless service would fit 63, but KubeRay 1.7.0 refuses a
+    # RayCluster name over 53 (utils/constant.go MaxRayClusterNameLength).
+    name = "ray-" + "x" * 50
     problems = _ray_layer_problems({**RAW, "raytpu:ray": {"clusterName": name}})
-    assert problems[0].startswith(f"raytpu:ray.clusterName: {name!r} ")
-    assert "headless" in problems[0] and "54 characters" in problems[0]
+    assert problems[0] == (f"raytpu:ray.clusterName: {name!r} (54 characters) is longer than "
+                           f"KubeRay's RayCluster name limit of 53 ('{name}-serve-svc' must fit "
+                           "63)")
+    at_limit = _ray_layer_problems({**RAW, "raytpu:ray": {"clusterName": "ray-" + "x" * 49}})
+    assert not any("RayCluster name limit" in p for p in at_limit), at_limit
 
 
 def test_cluster_and_group_names_too_long_for_pod_names() -> None:

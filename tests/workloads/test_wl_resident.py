@@ -20,6 +20,7 @@ pytest.importorskip("ray")
 pytest.importorskip("torch")
 
 from raytpu.facts.catalog import slice_shape
+from raytpu.facts.gcs_ft_env import KUBERAY_RECONNECT_TIMEOUT_S, RECONNECT_ENV
 from raytpu.spec.training import LaunchOptions, TrainConfig, from_argv, to_argv
 from raytpu.workloads.head_failover import (
     driver_process_env,
@@ -29,7 +30,12 @@ from raytpu.workloads.head_failover import (
 )
 from raytpu.workloads.local_cluster import LocalSlices
 from raytpu.workloads.processes import marked
-from raytpu.workloads.resident import ORPHAN_ENV, latest_checkpoint, write_run_checkpoint
+from raytpu.workloads.resident import (
+    ORPHAN_ENV,
+    latest_checkpoint,
+    orphan_timeout_s,
+    write_run_checkpoint,
+)
 
 
 def _state(step: int) -> dict[str, object]:
@@ -50,6 +56,16 @@ def test_checkpoints_keep_the_newest_two_and_one_cut_short_is_never_restored(
     (cut / "state.pt").write_bytes(b"partial")
     state = latest_checkpoint(run_dir)
     assert state is not None and state["step"] == 9
+
+
+def test_the_orphan_timer_never_outlasts_the_raylets_reconnect_timeout() -> None:
+    # A host's raylet exits (with the resident actor) once the head has been gone for the
+    # reconnect timeout: KubeRay's 600 s unless the stack raises it. An orphan timer longer
+    # than that (900 s before) could never run out; it follows the real limit instead.
+    assert orphan_timeout_s({}) == KUBERAY_RECONNECT_TIMEOUT_S == 600
+    assert orphan_timeout_s({RECONNECT_ENV: "1200"}) == 1200
+    assert orphan_timeout_s({ORPHAN_ENV: "900"}) == 600  # capped at what the raylet waits
+    assert orphan_timeout_s({ORPHAN_ENV: "10", RECONNECT_ENV: "1200"}) == 10
 
 
 def test_resident_round_trips_and_is_refused_with_jax_or_a_command(
@@ -143,5 +159,57 @@ def test_hosts_no_driver_heartbeats_free_their_slice_and_exit() -> None:
             while _free_tpus(cluster) != 2 * slice_shape("v4-16").chips_per_vm:
                 assert time.monotonic() < deadline, "the orphans' slice is still reserved"
                 time.sleep(1)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _free(cluster: LocalSlices, resource: str) -> float:
+    probe = ("import logging, ray; ray.init(logging_level=logging.ERROR, log_to_driver=False);"
+             f" print(ray.available_resources().get({resource!r}, 0))")
+    out = subprocess.run([sys.executable, "-c", probe], env=driver_process_env(cluster),
+                         capture_output=True, text=True, timeout=120, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_second_run_on_the_group_gets_the_free_slice_not_the_held_one() -> None:
+    """Two slices of v4-16 in one group, two resident runs. The first run's slice stays
+    taken (its TPU-v4-16-head held) after its driver is gone, so the second run's
+    reservation can only pick the other slice; before, the head was released and a second
+    run could land on the busy slice's worker 0 and wait out its timeout."""
+    pytest.importorskip("torch_xla")
+    scratch = Path(tempfile.mkdtemp(prefix="rtpu-r2-"))
+    shape = slice_shape("v4-16")
+    head = f"TPU-{shape.accelerator_type}-head"
+
+    def train(run: str) -> list[str]:
+        return ["--tpu", "v4-16", "--steps", "400", "--checkpoint-every", "100",
+                "--storage-path", str(scratch / "ckpt"), "--run-name", run, "--resident"]
+
+    try:
+        with LocalSlices(shape, num_slices=2, scratch=scratch / "c",
+                         connect_driver=False) as cluster:
+            assert _free(cluster, head) == 2
+            first = start_driver(cluster, train("one"), scratch / "m1.jsonl",
+                                 scratch / "d1.log")
+            deadline = time.monotonic() + 240
+            while not step_records(scratch / "m1.jsonl"):
+                assert first.poll() is None and time.monotonic() < deadline, \
+                    (scratch / "d1.log").read_text()
+                time.sleep(0.2)
+            os.killpg(first.pid, signal.SIGKILL)  # the driver goes; its hosts stay
+            first.wait(timeout=30)
+            assert resident_hosts(scratch / "d1.log") is not None
+            assert _free(cluster, head) == 1  # the first run's slice is still taken
+            second = start_driver(cluster, train("two"), scratch / "m2.jsonl",
+                                  scratch / "d2.log")
+            deadline = time.monotonic() + 240
+            while not step_records(scratch / "m2.jsonl"):
+                assert second.poll() is None and time.monotonic() < deadline, \
+                    (scratch / "d2.log").read_text()
+                time.sleep(0.2)
+            assert _free(cluster, head) == 0 and _free(cluster, "TPU") == 0
+            os.killpg(second.pid, signal.SIGKILL)
+            second.wait(timeout=30)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
