@@ -65,6 +65,6 @@ def render_status(view: dict[str, Any], source: str, console: Console | None = N
         console.print(Text("GCS fault tolerance: " + ("on (RayCluster kept its options, head "
                            "annotated and given the Redis address)" if ft["ok"] else
                            "NOT on: " + "; ".join(ft["problems"])),
-                           style=None if ft["ok"] else "red"))
+                           style="" if ft["ok"] else "red"))
     for table in status_tables(view):
         render_table(console, table)
