@@ -239,6 +239,11 @@ class ResidentHost:
 # -- the driver ------------------------------------------------------------------------
 
 
+# Ray's node label of a TPU slice's name (ray._raylet.RAY_NODE_TPU_SLICE_NAME_KEY, typed
+# nowhere): SlicePlacementGroup takes a slice named in its bundle_label_selector as given.
+SLICE_NAME_LABEL = "ray.io/tpu-slice-name"
+
+
 def _head_group(name: str, slice_index: int) -> str:
     return f"{name}-head-{slice_index}"
 
@@ -292,7 +297,7 @@ def _reserve(cfg: TrainConfig, scaling: TrainScaling, name: str) -> PlacementGro
     # slice group then names them, so SlicePlacementGroup reserves no head of its own.
     slices = (_hold_slice_heads(scaling, name, timeout) if scaling.hosts_per_slice > 1
               else [])
-    selector = [{ray._raylet.RAY_NODE_TPU_SLICE_NAME_KEY: s} for s in slices
+    selector = [{SLICE_NAME_LABEL: s} for s in slices
                 for _ in range(scaling.hosts_per_slice)] or None
     try:
         spg = SlicePlacementGroup(

@@ -46,11 +46,13 @@ def test_every_stack_plans(stack: str, stack_plans: dict[str, PlanResult]) -> No
     plan = stack_plans[stack]
     # The only warnings a committed stack may carry: GKE's add-on operator is not ours to pin
     # (token auth survives only a recent KubeRay; multi-host needs a fixed TPU webhook; Pod
-    # Security needs its KubeRay to copy securityContexts; where it connects from for RayJob
-    # status is undocumented, prod has teams).
+    # Security needs its KubeRay to copy securityContexts; GCS fault tolerance needs its CRD
+    # to keep gcsFaultToleranceOptions; where it connects from for RayJob status is
+    # undocumented, prod has teams).
     addon = plan.config.kuberay.mode == "gke-addon"
     assert [w.split(":")[1] for w in plan.warnings] == (
-        ["ray.auth", "kuberay.mode", "kuberay.mode", "kuberay.mode"] if addon else [])
+        ["ray.auth", "kuberay.mode", "kuberay.mode", "kuberay.mode", "kuberay.mode"]
+        if addon else [])
     assert set(plan.outputs) >= GKE_OUTPUTS
     assert {r.type for r in plan.resources if not r.custom} >= COMPONENT_TYPES
     # Every cloud resource belongs to a component; components sit at the top.

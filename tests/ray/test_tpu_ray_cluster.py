@@ -224,11 +224,13 @@ def _fits(accelerator: str, machine: str) -> bool:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"cluster_name": "c" * 55}, "cluster_name: 'c{55}' \\(55 characters\\) is too long"),
+        ({"cluster_name": "c" * 54},
+         "cluster_name: 'c{54}' \\(54 characters\\) is longer than KubeRay's RayCluster name "
+         "limit of 53"),
         ({"cluster_name": "c" * 40,
           "worker_groups": [TpuWorkerGroup("g" * 10, slice_shape("v4-16"), 1, 1, 1)]},
-         "worker_groups\\[0\\].name: 'g{10}' with cluster_name 'c{40}' makes worker pod "
-         "names of 64"),
+         "worker_groups\\[0\\].name: 'g{10}' with cluster_name 'c{40}' makes a worker pod "
+         "name prefix 'c{40}-g{10}' of 51 characters, which KubeRay cuts to 50"),
         ({"cluster_name": "Ray_1"}, "cluster_name: 'Ray_1' must be a DNS label"),
         ({"namespace": "ray.ns"}, "namespace: 'ray.ns' must be a DNS label"),
         ({"labels": {"app.kubernetes.io/name": "mine"}}, "labels: must not set"),

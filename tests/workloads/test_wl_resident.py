@@ -32,6 +32,7 @@ from raytpu.workloads.local_cluster import LocalSlices
 from raytpu.workloads.processes import marked
 from raytpu.workloads.resident import (
     ORPHAN_ENV,
+    SLICE_NAME_LABEL,
     latest_checkpoint,
     orphan_timeout_s,
     write_run_checkpoint,
@@ -66,6 +67,12 @@ def test_the_orphan_timer_never_outlasts_the_raylets_reconnect_timeout() -> None
     assert orphan_timeout_s({RECONNECT_ENV: "1200"}) == 1200
     assert orphan_timeout_s({ORPHAN_ENV: "900"}) == 600  # capped at what the raylet waits
     assert orphan_timeout_s({ORPHAN_ENV: "10", RECONNECT_ENV: "1200"}) == 10
+
+
+def test_the_slice_name_label_is_rays() -> None:
+    import ray._raylet
+
+    assert SLICE_NAME_LABEL == ray._raylet.RAY_NODE_TPU_SLICE_NAME_KEY
 
 
 def test_resident_round_trips_and_is_refused_with_jax_or_a_command(
