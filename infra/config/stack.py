@@ -46,6 +46,7 @@ from raytpu.config.gcs_ft import GcsFaultToleranceConfig
 from raytpu.config.jobs import JobConfig
 from raytpu.config.teams import TeamConfig
 from raytpu.facts import versions
+from raytpu.facts.capacity import FLEX_START_MAX_RUN_SECONDS, Capacity, duration_seconds
 from raytpu.facts.catalog import SliceShape, slice_shape
 from raytpu.facts.slice_group import SliceGroup
 
@@ -73,10 +74,18 @@ class SliceGroupConfig(_Model):
     name: str
     tpu: str
     topology: str | None = None
-    count: int = Field(1, ge=1)
+    count: int = Field(1, ge=0)
+    """Slices at the first ``up``; 0 (elastic groups only): the pools start empty."""
     autoscaling: Autoscaling | None = None
-    spot: bool = False
+    capacity: Capacity | None = None
+    """How the VMs are obtained (:mod:`raytpu.facts.capacity`); default on-demand, or what
+    the older ``spot`` / ``reservation`` keys imply."""
+    spot: bool | None = None
+    """Older spelling of ``capacity: spot`` (still read; a warning names the new key)."""
     reservation: str | None = None
+    """The reservation a ``capacity: reservation`` group consumes."""
+    max_run_duration: str | None = None
+    """Flex-start: how long GKE lets a VM run (``<n>s|m|h|d``, at most 7d; default 7d)."""
     machine_type: str | None = None
     env: dict[str, str] = {}
     """Extra environment of this group's Ray containers (e.g. TPU runtime flags)."""
@@ -106,13 +115,32 @@ class SliceGroupConfig(_Model):
         """Slices Ray asks for at start: ``count``, clamped into the autoscaling range."""
         return min(max(self.count, self.min_slices), self.max_slices)
 
+    @property
+    def capacity_mode(self) -> Capacity:
+        """``capacity``, or what the older keys say (``spot: true``, ``reservation:``)."""
+        if self.capacity is not None:
+            return self.capacity
+        if self.spot:
+            return "spot"
+        return "reservation" if self.reservation else "on-demand"
+
+    @property
+    def max_run_seconds(self) -> int | None:
+        """Flex-start's run limit in seconds (7 days unless ``maxRunDuration`` says less)."""
+        if self.capacity_mode != "flex-start":
+            return None
+        if self.max_run_duration is None:
+            return FLEX_START_MAX_RUN_SECONDS
+        return duration_seconds(self.max_run_duration)
+
     @cached_property
     def group(self) -> SliceGroup:
         """The entry as the one slice-group model everything else derives from (raises
         :class:`~raytpu.facts.catalog.CatalogError` for a shape the catalog refuses)."""
         return SliceGroup(name=self.name, shape=self.shape, min_slices=self.min_slices,
                           max_slices=self.max_slices, initial_slices=self.initial_slices,
-                          elastic=self.elastic, spot=self.spot, reservation=self.reservation)
+                          elastic=self.elastic, capacity=self.capacity_mode,
+                          reservation=self.reservation, max_run_seconds=self.max_run_seconds)
 
 
 class ClusterConfig(_Model):
@@ -252,13 +280,14 @@ class PriceOverride(_Model):
     on_demand: float | None = Field(None, ge=0)
     spot: float | None = Field(None, ge=0)
     reservation: float | None = Field(None, ge=0)
+    flex_start: float | None = Field(None, ge=0)
 
 
 class CostConfig(_Model):
     """``raytpu:cost``: prices that replace the list prices of :mod:`raytpu.facts.prices`."""
 
     prices: dict[str, PriceOverride] = {}
-    """Per TPU generation (v4, v5e, v5p, v6e)."""
+    """Per TPU generation (v4, v5e, v5p, v6e, tpu7x)."""
     machines: dict[str, float] = {}
     """USD per VM-hour of CPU machine types (the system pool), e.g. ``n2-standard-8: 0.35``."""
 

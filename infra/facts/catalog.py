@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Literal
 
 from raytpu.facts.machines import MACHINE_RESOURCES
 
@@ -71,6 +72,9 @@ class RayTopologies:
 
 RAY_VERSION_OF_TOPOLOGIES = "2.60.0"
 _RAY_SMALL_3D = frozenset({"2x2x1", "2x2x2", "2x2x4", "2x4x4"})
+# Ray 2.60's VALID_TPU_TOPOLOGY["v7x"]: a fixed set, no larger-3-D rule.
+_RAY_V7X = frozenset({"2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x8x8", "8x8x8",
+                      "8x8x16", "8x16x16"})
 _RAY_2D = frozenset({"1x1", "2x2", "2x4", "2x8", "4x4", "4x8", "8x8", "8x16", "16x16"})
 
 
@@ -79,7 +83,7 @@ class Generation:
     """One TPU generation as GKE exposes it."""
 
     name: str
-    """Short name used in this package and by Ray's autoscaler: v4, v5e, v5p, v6e."""
+    """Short name used in this package: v4, v5e, v5p, v6e, tpu7x."""
     type_prefix: str
     """Prefix of the Cloud TPU accelerator type names (``v5litepod`` for v5e)."""
     accelerator_label: str
@@ -106,6 +110,17 @@ class Generation:
     ray_topologies: RayTopologies
     """The topologies Ray's TPU layer accepts for this generation (see :class:`RayTopologies`)."""
     source: str
+    multi_host_placement: Literal["compact", "workload-policy"] = "compact"
+    """How GKE places a multi-host slice's VMs: a ``COMPACT`` placement policy with the
+    slice's ``tpuTopology`` (v4-v6e), or a ``HIGH_THROUGHPUT`` workload policy (a compute
+    resource policy carrying the topology) named as the pool's placement policy (Ironwood:
+    GKE refuses COMPACT for it, "Use workload policy instead"; xpk 1.16
+    ``requires_workload_policy``)."""
+    max_dimension: int | None = None
+    """Largest side of a 3-D topology, where a source caps it below ``max_chips``."""
+    ray_pod_prefix: str | None = None
+    """Prefix of the pod type Ray derives from ``TPU_ACCELERATOR_TYPE`` where it differs
+    from ``type_prefix`` (Ray names ``tpu7x-16`` ``v7x-16``)."""
 
     @property
     def names_count_tensorcores(self) -> bool:
@@ -192,15 +207,36 @@ GENERATIONS: dict[str, Generation] = {
             ray_topologies=RayTopologies(_RAY_2D),
             source="cloud.google.com/tpu/docs/v6e",
         ),
+        Generation(
+            # Ironwood. xpk 1.16 also lists a 1-chip tpu7x-standard-1t (1x1x1); the Cloud TPU
+            # and GKE Ironwood pages document only the 4-chip VM ("each TPU7x VM contains 4
+            # chips") and give no size for a 1-chip one, so only the 4-chip VM is offered.
+            name="tpu7x",
+            type_prefix="tpu7x",
+            accelerator_label="tpu7x",
+            tensorcores_per_chip=2,
+            topology_dims=3,
+            machine_types={4: "tpu7x-standard-4t"},
+            multi_host_chips_per_vm=4,
+            max_chips=9216,  # "9,216-chip footprint per pod"; xpk: 144 cubes of 64 chips
+            peak_bf16_flops_per_chip=2307e12,
+            hbm_bytes_per_chip=192 * 2**30,  # "HBM capacity per chip (GiB): 192"
+            zones=("us-central1-c",),
+            min_gke_version="1.34.0-gke.2201000",  # GKE Standard (tpu-ironwood concept page)
+            ray_accelerator_type="TPU-V7X",
+            ray_topologies=RayTopologies(_RAY_V7X),
+            source="cloud.google.com/tpu/docs/tpu7x",
+            multi_host_placement="workload-policy",
+            max_dimension=256,  # xpk 1.16 generate_tpu_topologies: sides 4..256
+            ray_pod_prefix="v7x",
+        ),
     )
 }
-# Ironwood (tpu7x) is deliberately absent: its multi-host pools need a workload
-# resource policy instead of COMPACT placement, and how pulumi-gcp's required
-# placement_policy.type behaves there is unverified (shared/ref/notes/gke-tpu.md §5).
 
 # Accepted spellings of a name prefix -> generation ("v5e-16" is how Ray names v5litepod-16).
 _PREFIX_ALIASES: dict[str, str] = {g.type_prefix: g.name for g in GENERATIONS.values()}
 _PREFIX_ALIASES["v5e"] = "v5e"
+_PREFIX_ALIASES["v7x"] = "tpu7x"  # Ray's spelling of Ironwood's names
 
 # v5e/v6e topologies (Cloud TPU v5e/v6e pages; 2x8 is not one of them).
 _TOPOLOGIES_2D = ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
@@ -234,11 +270,12 @@ def valid_topologies(generation: str) -> tuple[str, ...]:
     gen = GENERATIONS[generation]
     if gen.topology_dims == 2:
         return tuple(t for t in _TOPOLOGIES_2D if topology_chips(t) <= gen.max_chips)
+    side = gen.max_dimension or gen.max_chips
     big = [
         (a, b, c)
         for a in range(4, gen.max_chips + 1, 4)
         for b in range(a, gen.max_chips // a + 1, 4)
-        for c in range(b, gen.max_chips // (a * b) + 1, 4)
+        for c in range(b, min(side, gen.max_chips // (a * b)) + 1, 4)
     ]
     big.sort(key=lambda t: (t[0] * t[1] * t[2], t[2], t[1]))
     return _SMALL_3D + tuple("x".join(map(str, t)) for t in big)
@@ -332,8 +369,18 @@ class SliceShape:
 
     @property
     def ray_pod_type(self) -> str:
-        """The pod type Ray derives from ``TPU_ACCELERATOR_TYPE`` (v5litepod-16 -> v5litepod-16)."""
-        return self.accelerator_type
+        """The pod type Ray derives from ``TPU_ACCELERATOR_TYPE`` (v5litepod-16 -> v5litepod-16,
+        tpu7x-16 -> v7x-16)."""
+        prefix = self.generation.ray_pod_prefix
+        if prefix is None:
+            return self.accelerator_type
+        return f"{prefix}-{self.tensorcores}"
+
+    @property
+    def workload_policy(self) -> bool:
+        """Whether this slice's pool is placed by a workload policy (multi-host Ironwood)
+        rather than by COMPACT placement; single-host pools carry no placement at all."""
+        return self.multi_host and self.generation.multi_host_placement == "workload-policy"
 
 
 def _split_name(tpu: str) -> tuple[Generation, int]:
