@@ -164,6 +164,11 @@ class ContainerCluster(_HasSelfLink):
         return self.output("masterAuth").apply(lambda auth: auth["clusterCaCertificate"])
 
 
+class ComputeResourcePolicy(GcpResource):
+    TOKEN = "gcp:compute/resourcePolicy:ResourcePolicy"
+    OUTPUTS = ("name", "selfLink")
+
+
 class ContainerNodePool(GcpResource):
     TOKEN = "gcp:container/nodePool:NodePool"
     OUTPUTS = ("name", "instanceGroupUrls", "managedInstanceGroupUrls")

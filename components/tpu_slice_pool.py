@@ -7,6 +7,12 @@ Rules (sources in shared/ref/notes/gke-tpu.md §2):
   with COMPACT placement + the slice's ``tpu_topology``, one zone, and exactly ``hosts``
   nodes (GKE rejects any other size: "Requested invalid target size ... in the gang
   mode", AI-Hypercomputer/xpk#751).
+* Ironwood (tpu7x) multi-host pools are placed by a ``HIGH_THROUGHPUT`` workload policy
+  (a compute resource policy carrying the slice's topology, one per group) named as the
+  pool's ``placementPolicy.policyName`` instead: GKE refuses COMPACT for them ("Use
+  workload policy instead", vllm-project/ci-infra#547). GKE then stores ``policyName`` and
+  ``tpuTopology`` and no ``type``; pulumi-gcp requires ``type``, so it is sent empty, as
+  the API reports it, and a second ``up`` has nothing to change.
 * Elastic multi-host pools autoscale all-or-nothing between 0 and ``hosts`` with the
   per-zone ``min_node_count``/``max_node_count`` and ``location_policy="ANY"``.
 * Single-host slices (one VM) carry no topology/placement at all (GKE: "TPU topology can't
@@ -24,7 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from raytpu.components.gcp_resources import CLOUD_PLATFORM_SCOPE, ContainerNodePool
+from raytpu.components.gcp_resources import (
+    CLOUD_PLATFORM_SCOPE,
+    ComputeResourcePolicy,
+    ContainerNodePool,
+)
+from raytpu.facts.capacity import FLEX_START_MAX_RUN_SECONDS
 from raytpu.facts.catalog import DRA_NETWORKING_LABEL, GENERATIONS, SliceShape
 from raytpu.facts.names import (
     DNS_LABEL,
@@ -92,6 +103,13 @@ class TpuSlicePoolArgs:
     reservation: str | None = None
     """Consume this specific reservation (name, or ``projects/<p>/reservations/<name>`` for
     a shared one). Exclusive with ``spot``."""
+    flex_start: bool = False
+    """Flex-start VMs (Dynamic Workload Scheduler): the pools autoscale from 0 and GKE
+    provisions a slice when capacity frees up, for at most ``max_run_seconds``; never Spot,
+    no reservation, no auto-repair (:mod:`raytpu.facts.capacity`)."""
+    max_run_seconds: int | None = None
+    """Flex-start: seconds GKE lets a VM run before it reclaims it (at most 7 days, the
+    default)."""
     node_tags: tuple[str, ...] = ()
     """Network tags of the TPU nodes (firewall rules target them)."""
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -101,6 +119,9 @@ class TpuSlicePoolArgs:
     resource_labels: Mapping[str, str] = field(default_factory=dict)
     """GCE labels on the pools' VMs, for cost allocation in the billing export (stack,
     slice group, team)."""
+    workload_policy_name: str | None = None
+    """Name of the workload policy a multi-host Ironwood group's pools are placed by (unique
+    per project and region); default ``<pool_name>-<topology>``. Unused by other shapes."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.shape, SliceShape):
@@ -147,12 +168,29 @@ class TpuSlicePoolArgs:
                 self, (), "spot and reservation exclude each other (Spot VMs do not "
                 "consume reservations); pick one"
             )
+        if self.flex_start and (self.spot or self.reservation):
+            raise args_error(
+                self, "flex_start", "flex-start VMs are never Spot and consume no "
+                "reservation; drop spot/reservation or flex_start"
+            )
+        if self.max_run_seconds is not None and (
+                not self.flex_start
+                or not 0 < self.max_run_seconds <= FLEX_START_MAX_RUN_SECONDS):
+            raise args_error(
+                self, "max_run_seconds", f"{self.max_run_seconds} needs flex_start and "
+                f"0 < seconds <= {FLEX_START_MAX_RUN_SECONDS} (7 days)"
+            )
         if self.reservation is not None and not self.reservation.strip():
             raise args_error(self, "reservation", "empty name")
         if not 8 <= self.max_pods_per_node <= 256:
             raise args_error(
                 self, "max_pods_per_node", f"{self.max_pods_per_node} is outside 8-256"
             )
+        if self.workload_policy_name is not None and (
+                not DNS_LABEL.match(self.workload_policy_name)
+                or len(self.workload_policy_name) > 63):
+            raise args_error(self, "workload_policy_name", f"{self.workload_policy_name!r} "
+                             "is not a resource policy name (a DNS label of at most 63)")
         for tag in self.node_tags:
             if not DNS_LABEL.match(tag) or len(tag) > 63:
                 raise args_error(self, "node_tags", f"{tag!r} is not a valid network tag")
@@ -175,7 +213,9 @@ class TpuSlicePoolArgs:
             slices=group.initial_slices,
             autoscaling=(SliceAutoscaling(group.min_slices, group.max_slices) if group.elastic
                          else None),
-            spot=group.spot, reservation=group.reservation, **rest,
+            spot=group.spot, reservation=group.reservation,
+            flex_start=group.capacity == "flex-start", max_run_seconds=group.max_run_seconds,
+            **rest,
         )
 
     @property
@@ -209,6 +249,8 @@ class TpuSlicePool(pulumi.ComponentResource):
     initial_slices: int
     """Slices provisioned at creation."""
     shape: SliceShape
+    workload_policy: ComputeResourcePolicy | None
+    """The HIGH_THROUGHPUT workload policy of a multi-host Ironwood group (else None)."""
 
     def __init__(
         self, name: str, args: TpuSlicePoolArgs, opts: pulumi.ResourceOptions | None = None
@@ -247,9 +289,15 @@ class TpuSlicePool(pulumi.ComponentResource):
         )
         profile = shape.accelerator_network_profile
         network_labels = dict([DRA_NETWORKING_LABEL]) if profile else {}
+        if args.flex_start:
+            # xpk 1.16 --flex: --reservation-affinity=none, never --spot.
+            reservation = {"consumeReservationType": "NO_RESERVATION"}
         node_config = {
             "machineType": shape.machine_type,
             "spot": args.spot,
+            "flexStart": True if args.flex_start else None,
+            "maxRunDuration": (f"{args.max_run_seconds or FLEX_START_MAX_RUN_SECONDS}s"
+                               if args.flex_start else None),
             "reservationAffinity": reservation,
             "serviceAccount": args.node_service_account,
             "oauthScopes": [CLOUD_PLATFORM_SCOPE],
@@ -262,7 +310,12 @@ class TpuSlicePool(pulumi.ComponentResource):
         # Auto-upgrade cannot be turned off on a release-channel cluster; an upgrade of a
         # multi-host pool recreates the whole slice, so the cluster's maintenance policy
         # (GkeClusterArgs.maintenance) decides when, rather than fighting the flag.
-        management = {"autoRepair": True, "autoUpgrade": True}
+        # Flex-start: auto-repair off (xpk --no-enable-autorepair; a repair would return the
+        # VM and queue for capacity again).
+        management = {"autoRepair": not args.flex_start, "autoUpgrade": True}
+        # Flex-start pools always autoscale from 0 (xpk --enable-autoscaling --num-nodes=0):
+        # GKE provisions them when pods ask, never at creation.
+        autoscaled = args.elastic or args.flex_start
 
         def pool(
             resource_name: str,
@@ -299,17 +352,38 @@ class TpuSlicePool(pulumi.ComponentResource):
                     "nodeCount": node_count,
                     "initialNodeCount": initial_node_count,
                 },
-                pulumi.ResourceOptions.merge(pulumi.ResourceOptions(parent=self), extra),
+                pulumi.ResourceOptions.merge(pulumi.ResourceOptions(
+                    parent=self,
+                    # The pool names the policy by its (known) name: wait for it to exist.
+                    depends_on=[self.workload_policy] if self.workload_policy else None,
+                ), extra),
             )
 
+        self.workload_policy = None
+        policy_name = args.workload_policy_name or f"{pool_name}-{shape.topology.lower()}"
+        if shape.workload_policy:
+            region = ZONE.match(args.zone).group(1)  # type: ignore[union-attr]
+            # One policy per group: every slice pool of the shape is placed by it (xpk shares
+            # one per shape, "<device>-<topology>-placement-policy").
+            self.workload_policy = ComputeResourcePolicy(
+                f"{name}-workload-policy",
+                {"name": policy_name, "project": args.project, "region": region,
+                 "workloadPolicy": {"type": "HIGH_THROUGHPUT",
+                                    "acceleratorTopology": shape.topology}},
+                pulumi.ResourceOptions(parent=self),
+            )
         if shape.multi_host:
-            placement = {"type": "COMPACT", "tpuTopology": shape.topology}
+            placement: dict[str, Any] = (
+                # `type` empty: what GKE stores for a workload policy (see module docstring).
+                {"type": "", "policyName": policy_name, "tpuTopology": shape.topology}
+                if self.workload_policy is not None
+                else {"type": "COMPACT", "tpuTopology": shape.topology})
             # Per-zone limits: total_max_node_count leaves the per-zone max at 0 and GKE
             # rejects the slice ("Maximum node count 0 is not a valid size of TPU pod slice",
             # vllm-project/ci-infra#545). A pool is all-or-nothing: 0 or `hosts` nodes.
             elastic = (
                 {"minNodeCount": 0, "maxNodeCount": shape.hosts, "locationPolicy": "ANY"}
-                if args.elastic
+                if autoscaled
                 else None
             )
             for i, gke_name in enumerate(gke_names):
@@ -317,7 +391,8 @@ class TpuSlicePool(pulumi.ComponentResource):
                 # starts with that many replicas; its pods keep the nodes non-empty so the
                 # cluster autoscaler, which only removes empty nodes, leaves them), the others
                 # start empty and scale up when Ray schedules a slice.
-                size = shape.hosts if (not args.elastic or i < args.slices) else 0
+                size = (0 if args.flex_start
+                        else shape.hosts if (not args.elastic or i < args.slices) else 0)
                 self.node_pools.append(pool(
                     f"{name}-{i}", gke_name, size=size, autoscaling=elastic, placement=placement,
                 ))
@@ -325,16 +400,17 @@ class TpuSlicePool(pulumi.ComponentResource):
             # Single-host: no topology, no placement; one node per slice.
             elastic = (
                 {
-                    "minNodeCount": args.min_slices,
+                    "minNodeCount": 0 if args.flex_start else args.min_slices,
                     "maxNodeCount": args.max_slices,
                     "locationPolicy": "ANY",
                 }
-                if args.elastic
+                if autoscaled
                 else None
             )
             (gke_name,) = gke_names
             self.node_pools.append(pool(
-                name, gke_name, size=args.slices, autoscaling=elastic, placement=None,
+                name, gke_name, size=0 if args.flex_start else args.slices,
+                autoscaling=elastic, placement=None,
             ))
 
         self.register_outputs({

@@ -194,7 +194,7 @@ def _ray_accepts() -> object:
 def test_ray_topology_rule_matches_ray_for_every_catalog_shape() -> None:
     is_valid = _ray_accepts()
     import ray
-    from raytpu.facts.catalog import RAY_VERSION_OF_TOPOLOGIES
+    from raytpu.facts.ray_topologies import RAY_VERSION_OF_TOPOLOGIES
 
     assert ray.__version__ == RAY_VERSION_OF_TOPOLOGIES, "re-read Ray's table for this version"
     checked = 0

@@ -7,8 +7,8 @@
   on the head, so a head that does not fit stays Pending forever and the pool's autoscaler
   cannot help (every node of the pool has the same size).
 * Each TPU worker pod (one per TPU VM) must fit its VM's allocatable the same way.
-* Ray's TPU layer accepts only some topologies (:class:`raytpu.facts.catalog.RayTopologies`); a
-  slice it rejects would fail at job start ("Invalid accelerator topology").
+* Ray's TPU layer accepts only some topologies
+  (:class:`raytpu.facts.ray_topologies.RayTopologies`); a slice it rejects would fail at job start ("Invalid accelerator topology").
 
 Kubernetes quantities (``500m``, ``16Gi``, ``1.5``, ``64G``, ``1e3``) are parsed as the API
 server parses them (``k8s.io/apimachinery/pkg/api/resource``).
@@ -22,6 +22,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from raytpu.facts import catalog, machines, versions
+from raytpu.facts.ray_topologies import RAY_VERSION_OF_TOPOLOGIES
 
 if TYPE_CHECKING:
     from raytpu.config.stack import SliceGroupConfig, StackConfig
@@ -146,7 +147,7 @@ def ray_topology_problem(
     rule = gen.ray_topologies
     ray_ok = [t for t in catalog.valid_topologies(gen.name)
               if catalog.topology_chips(t) == shape.chips and rule.accepts(t)]
-    why = (f"GKE accepts it but Ray {catalog.RAY_VERSION_OF_TOPOLOGIES} rejects it (ScalingConfig "
+    why = (f"GKE accepts it but Ray {RAY_VERSION_OF_TOPOLOGIES} rejects it (ScalingConfig "
            "/ SlicePlacementGroup: 'Invalid accelerator topology'); Ray accepts for TPU "
            f"{gen.name}: {rule.describe()}")
     if ray_ok or topology_given:

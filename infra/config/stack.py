@@ -32,6 +32,7 @@ from raytpu.config.gcs_ft import GcsFaultToleranceConfig
 from raytpu.config.jobs import JobConfig
 from raytpu.config.teams import TeamConfig
 from raytpu.facts import versions
+from raytpu.facts.capacity import FLEX_START_MAX_RUN_SECONDS, Capacity, duration_seconds
 from raytpu.facts.catalog import SliceShape, slice_shape
 from raytpu.facts.slice_group import SliceGroup
 from raytpu.spec.gke_cluster import (
@@ -79,14 +80,21 @@ class SliceGroupConfig(_Model):
     topology: str | None = None
     """Chip topology (``4x4``, ``2x2x4``); unset: the type's default. It must have the type's
     chip count and be one Ray accepts."""
-    count: int = Field(1, ge=1)
-    """Slices of this shape (the initial slices when ``autoscaling`` is set)."""
+    count: int = Field(1, ge=0)
+    """Slices at the first ``up`` (the initial slices when ``autoscaling`` is set); 0
+    (elastic groups only): the pools start empty."""
     autoscaling: Autoscaling | None = None
     """Elastic slices ``{min, max}``; unset: exactly ``count`` slices."""
-    spot: bool = False
-    """Spot VMs (cheaper, preemptible)."""
+    capacity: Capacity | None = None
+    """How the VMs are obtained (``on-demand``, ``spot``, ``reservation``, ``flex-start``;
+    see docs/capacity.md); default on-demand, or what the older ``spot`` / ``reservation``
+    keys imply."""
+    spot: bool | None = None
+    """Older spelling of ``capacity: spot`` (still read; a warning names the new key)."""
     reservation: str | None = None
-    """Consume this specific Compute Engine reservation."""
+    """The reservation a ``capacity: reservation`` group consumes."""
+    max_run_duration: str | None = None
+    """Flex-start: how long GKE lets a VM run (``<n>s|m|h|d``, at most 7d; default 7d)."""
     machine_type: str | None = None
     """Where a type has several VM shapes (v5e/v6e 8 chips: ``-8t`` one host or ``-4t`` two
     hosts); unset: the fewest hosts."""
@@ -118,13 +126,32 @@ class SliceGroupConfig(_Model):
         """Slices Ray asks for at start: ``count``, clamped into the autoscaling range."""
         return min(max(self.count, self.min_slices), self.max_slices)
 
+    @property
+    def capacity_mode(self) -> Capacity:
+        """``capacity``, or what the older keys say (``spot: true``, ``reservation:``)."""
+        if self.capacity is not None:
+            return self.capacity
+        if self.spot:
+            return "spot"
+        return "reservation" if self.reservation else "on-demand"
+
+    @property
+    def max_run_seconds(self) -> int | None:
+        """Flex-start's run limit in seconds (7 days unless ``maxRunDuration`` says less)."""
+        if self.capacity_mode != "flex-start":
+            return None
+        if self.max_run_duration is None:
+            return FLEX_START_MAX_RUN_SECONDS
+        return duration_seconds(self.max_run_duration)
+
     @cached_property
     def group(self) -> SliceGroup:
         """The entry as the one slice-group model everything else derives from (raises
         :class:`~raytpu.facts.catalog.CatalogError` for a shape the catalog refuses)."""
         return SliceGroup(name=self.name, shape=self.shape, min_slices=self.min_slices,
                           max_slices=self.max_slices, initial_slices=self.initial_slices,
-                          elastic=self.elastic, spot=self.spot, reservation=self.reservation)
+                          elastic=self.elastic, capacity=self.capacity_mode,
+                          reservation=self.reservation, max_run_seconds=self.max_run_seconds)
 
 
 class ClusterConfig(_Model):
@@ -270,13 +297,14 @@ class PriceOverride(_Model):
     on_demand: float | None = Field(None, ge=0)
     spot: float | None = Field(None, ge=0)
     reservation: float | None = Field(None, ge=0)
+    flex_start: float | None = Field(None, ge=0)
 
 
 class CostConfig(_Model):
     """``raytpu:cost``: prices that replace the list prices of :mod:`raytpu.facts.prices`."""
 
     prices: dict[str, PriceOverride] = {}
-    """Per TPU generation (v4, v5e, v5p, v6e)."""
+    """Per TPU generation (v4, v5e, v5p, v6e, tpu7x)."""
     machines: dict[str, float] = {}
     """USD per VM-hour of CPU machine types (the system pool), e.g. ``n2-standard-8: 0.35``."""
     memorystore: dict[str, float] = {}

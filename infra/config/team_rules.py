@@ -121,7 +121,7 @@ def job_slices(cfg: StackConfig) -> dict[str, int]:
     out: dict[str, int] = {}
     for job in cfg.jobs:
         if job.slice_group in groups:  # else job_problems says so
-            n = job.slices or groups[job.slice_group].initial_slices
+            n = job.slices or groups[job.slice_group].initial_slices or 1
             out[job.slice_group] = out.get(job.slice_group, 0) + n
     return out
 

@@ -15,6 +15,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 from raytpu.config.addon_rules import addon_warnings
+from raytpu.config.capacity_rules import slice_capacity_problems, slice_capacity_warnings
 from raytpu.config.gcs_ft import gcs_ft_problems
 from raytpu.config.job_rules import job_problems
 from raytpu.config.key_paths import Keys
@@ -69,6 +70,7 @@ def stack_warnings(cfg: StackConfig) -> list[str]:
                 for m, member in enumerate(team.members) if member.startswith("group:")]
     out += fit_warnings(cfg)
     out += addon_warnings(cfg)
+    out += slice_capacity_warnings(cfg)
     return out
 
 
@@ -293,6 +295,7 @@ def _semantic_problems(cfg: StackConfig) -> list[str]:
               for i, n in enumerate(cfg.cluster.master_authorized_networks)]
     problems += [f"{key}: {p}" for key, cidr in cidrs if (p := cidr_problem(cidr))]
     problems += fit_problems(cfg)  # head/workers fit their nodes; Ray accepts the topologies
+    problems += slice_capacity_problems(cfg)
     problems += team_problems(cfg)
     problems += job_problems(cfg)
     problems += gcs_ft_problems(cfg.ray.head_env, [s.env for s in cfg.slices],

@@ -14,12 +14,19 @@ Vocabulary used throughout the package:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Literal
 
 from raytpu.facts.machines import MACHINE_RESOURCES
+from raytpu.facts.ray_topologies import (
+    RAY_2D,
+    RAY_SMALL_3D,
+    RAY_V7X,
+    RayTopologies,
+    topology_chips,
+)
 
 # Label keys GKE puts on TPU nodes; pods select a slice's pool with all three.
 ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
@@ -33,53 +40,11 @@ TPU_RESOURCE = "google.com/tpu"
 
 
 @dataclass(frozen=True)
-class RayTopologies:
-    """Ray's own TPU topology rule for one generation, as data (the core install has no Ray).
-
-    Ray 2.60.0 ``python/ray/_private/accelerators/tpu.py``: ``VALID_TPU_TOPOLOGY[<gen>]`` is a
-    fixed set plus, for 3-D generations, ``_get_larger_3d_topologies(max_x, max_y, max_z)``:
-    every ``XxYxZ`` with each dimension a multiple of 4 from 4 up to its own maximum (in that
-    order, not sorted). ``SlicePlacementGroup._validate_tpu_config`` -- and with it Ray Train's
-    ``ScalingConfig(use_tpu=True, topology=...)`` -- raises "Invalid accelerator topology"
-    for anything else. ``tests/test_catalog.py`` checks this copy against Ray's function.
-    """
-
-    fixed: frozenset[str]
-    larger_3d_max: tuple[int, int, int] | None = None
-
-    def accepts(self, topology: str) -> bool:
-        t = topology.strip().lower()
-        if t in self.fixed:
-            return True
-        if self.larger_3d_max is None:
-            return False
-        try:
-            dims = [int(d) for d in t.split("x")]
-        except ValueError:
-            return False
-        return len(dims) == 3 and all(
-            d >= 4 and d % 4 == 0 and d <= top for d, top in zip(dims, self.larger_3d_max,
-                                                                 strict=True))
-
-    def describe(self) -> str:
-        if self.larger_3d_max is None:
-            return ", ".join(sorted(self.fixed, key=topology_chips))
-        x, y, z = self.larger_3d_max
-        return (f"{', '.join(sorted(self.fixed, key=topology_chips))} and multiples of 4 up to "
-                f"{x}x{y}x{z}")
-
-
-RAY_VERSION_OF_TOPOLOGIES = "2.60.0"
-_RAY_SMALL_3D = frozenset({"2x2x1", "2x2x2", "2x2x4", "2x4x4"})
-_RAY_2D = frozenset({"1x1", "2x2", "2x4", "2x8", "4x4", "4x8", "8x8", "8x16", "16x16"})
-
-
-@dataclass(frozen=True)
 class Generation:
     """One TPU generation as GKE exposes it."""
 
     name: str
-    """Short name used in this package and by Ray's autoscaler: v4, v5e, v5p, v6e."""
+    """Short name used in this package: v4, v5e, v5p, v6e, tpu7x."""
     type_prefix: str
     """Prefix of the Cloud TPU accelerator type names (``v5litepod`` for v5e)."""
     accelerator_label: str
@@ -106,6 +71,17 @@ class Generation:
     ray_topologies: RayTopologies
     """The topologies Ray's TPU layer accepts for this generation (see :class:`RayTopologies`)."""
     source: str
+    multi_host_placement: Literal["compact", "workload-policy"] = "compact"
+    """How GKE places a multi-host slice's VMs: a ``COMPACT`` placement policy with the
+    slice's ``tpuTopology`` (v4-v6e), or a ``HIGH_THROUGHPUT`` workload policy (a compute
+    resource policy carrying the topology) named as the pool's placement policy (Ironwood:
+    GKE refuses COMPACT for it, "Use workload policy instead"; xpk 1.16
+    ``requires_workload_policy``)."""
+    max_dimension: int | None = None
+    """Largest side of a 3-D topology, where a source caps it below ``max_chips``."""
+    ray_pod_prefix: str | None = None
+    """Prefix of the pod type Ray derives from ``TPU_ACCELERATOR_TYPE`` where it differs
+    from ``type_prefix`` (Ray names ``tpu7x-16`` ``v7x-16``)."""
 
     @property
     def names_count_tensorcores(self) -> bool:
@@ -132,7 +108,7 @@ GENERATIONS: dict[str, Generation] = {
             zones=("us-central2-b",),
             min_gke_version=None,
             ray_accelerator_type="TPU-V4",
-            ray_topologies=RayTopologies(_RAY_SMALL_3D, (12, 12, 16)),
+            ray_topologies=RayTopologies(RAY_SMALL_3D, (12, 12, 16)),
             source="cloud.google.com/tpu/docs/v4",
         ),
         Generation(
@@ -152,7 +128,7 @@ GENERATIONS: dict[str, Generation] = {
             ),
             min_gke_version=None,
             ray_accelerator_type="TPU-V5LITEPOD",
-            ray_topologies=RayTopologies(_RAY_2D),
+            ray_topologies=RayTopologies(RAY_2D),
             source="cloud.google.com/tpu/docs/v5e",
         ),
         Generation(
@@ -169,7 +145,7 @@ GENERATIONS: dict[str, Generation] = {
             zones=("us-central1-a", "us-east5-a", "us-east5-b", "us-east5-c", "us-south1-a"),
             min_gke_version=None,
             ray_accelerator_type="TPU-V5P",
-            ray_topologies=RayTopologies(_RAY_SMALL_3D, (16, 16, 24)),
+            ray_topologies=RayTopologies(RAY_SMALL_3D, (16, 16, 24)),
             source="cloud.google.com/tpu/docs/v5p",
         ),
         Generation(
@@ -189,18 +165,39 @@ GENERATIONS: dict[str, Generation] = {
             ),
             min_gke_version="1.31.2-gke.1115000",
             ray_accelerator_type="TPU-V6E",
-            ray_topologies=RayTopologies(_RAY_2D),
+            ray_topologies=RayTopologies(RAY_2D),
             source="cloud.google.com/tpu/docs/v6e",
+        ),
+        Generation(
+            # Ironwood. xpk 1.16 also lists a 1-chip tpu7x-standard-1t (1x1x1); the Cloud TPU
+            # and GKE Ironwood pages document only the 4-chip VM ("each TPU7x VM contains 4
+            # chips") and give no size for a 1-chip one, so only the 4-chip VM is offered.
+            name="tpu7x",
+            type_prefix="tpu7x",
+            accelerator_label="tpu7x",
+            tensorcores_per_chip=2,
+            topology_dims=3,
+            machine_types={4: "tpu7x-standard-4t"},
+            multi_host_chips_per_vm=4,
+            max_chips=9216,  # "9,216-chip footprint per pod"; xpk: 144 cubes of 64 chips
+            peak_bf16_flops_per_chip=2307e12,
+            hbm_bytes_per_chip=192 * 2**30,  # "HBM capacity per chip (GiB): 192"
+            zones=("us-central1-c",),
+            min_gke_version="1.34.0-gke.2201000",  # GKE Standard (tpu-ironwood concept page)
+            ray_accelerator_type="TPU-V7X",
+            ray_topologies=RayTopologies(RAY_V7X),
+            source="cloud.google.com/tpu/docs/tpu7x",
+            multi_host_placement="workload-policy",
+            max_dimension=256,  # xpk 1.16 generate_tpu_topologies: sides 4..256
+            ray_pod_prefix="v7x",
         ),
     )
 }
-# Ironwood (tpu7x) is deliberately absent: its multi-host pools need a workload
-# resource policy instead of COMPACT placement, and how pulumi-gcp's required
-# placement_policy.type behaves there is unverified (shared/ref/notes/gke-tpu.md §5).
 
 # Accepted spellings of a name prefix -> generation ("v5e-16" is how Ray names v5litepod-16).
 _PREFIX_ALIASES: dict[str, str] = {g.type_prefix: g.name for g in GENERATIONS.values()}
 _PREFIX_ALIASES["v5e"] = "v5e"
+_PREFIX_ALIASES["v7x"] = "tpu7x"  # Ray's spelling of Ironwood's names
 
 # v5e/v6e topologies (Cloud TPU v5e/v6e pages; 2x8 is not one of them).
 _TOPOLOGIES_2D = ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
@@ -224,8 +221,6 @@ class CatalogError(ValueError):
         super().__init__(f"{value!r} {problem}; valid: {shown}")
 
 
-def topology_chips(topology: str) -> int:
-    return math.prod(int(d) for d in topology.split("x"))
 
 
 @cache
@@ -234,11 +229,12 @@ def valid_topologies(generation: str) -> tuple[str, ...]:
     gen = GENERATIONS[generation]
     if gen.topology_dims == 2:
         return tuple(t for t in _TOPOLOGIES_2D if topology_chips(t) <= gen.max_chips)
+    side = gen.max_dimension or gen.max_chips
     big = [
         (a, b, c)
         for a in range(4, gen.max_chips + 1, 4)
         for b in range(a, gen.max_chips // a + 1, 4)
-        for c in range(b, gen.max_chips // (a * b) + 1, 4)
+        for c in range(b, min(side, gen.max_chips // (a * b)) + 1, 4)
     ]
     big.sort(key=lambda t: (t[0] * t[1] * t[2], t[2], t[1]))
     return _SMALL_3D + tuple("x".join(map(str, t)) for t in big)
@@ -348,8 +344,18 @@ class SliceShape:
 
     @property
     def ray_pod_type(self) -> str:
-        """The pod type Ray derives from ``TPU_ACCELERATOR_TYPE`` (v5litepod-16 -> v5litepod-16)."""
-        return self.accelerator_type
+        """The pod type Ray derives from ``TPU_ACCELERATOR_TYPE`` (v5litepod-16 -> v5litepod-16,
+        tpu7x-16 -> v7x-16)."""
+        prefix = self.generation.ray_pod_prefix
+        if prefix is None:
+            return self.accelerator_type
+        return f"{prefix}-{self.tensorcores}"
+
+    @property
+    def workload_policy(self) -> bool:
+        """Whether this slice's pool is placed by a workload policy (multi-host Ironwood)
+        rather than by COMPACT placement; single-host pools carry no placement at all."""
+        return self.multi_host and self.generation.multi_host_placement == "workload-policy"
 
 
 def _split_name(tpu: str) -> tuple[Generation, int]:

@@ -22,6 +22,8 @@ MACHINE_RESOURCES: dict[str, tuple[int, int]] = {
     "ct6e-standard-1t": (44, 176),
     "ct6e-standard-4t": (180, 720),
     "ct6e-standard-8t": (180, 1440),
+    # cloud.google.com/tpu/docs/tpu7x: "Number of vCPUs (4-chip VM) 224", "RAM (GB) 960".
+    "tpu7x-standard-4t": (224, 960),
 }
 
 

@@ -10,12 +10,11 @@ output all read it, so a naming or sizing rule changes in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from raytpu.facts import names
+from raytpu.facts.capacity import Capacity
 from raytpu.facts.catalog import SliceShape
-
-Capacity = Literal["on-demand", "spot", "reservation"]
 
 
 @dataclass(frozen=True)
@@ -35,10 +34,12 @@ class SliceGroup:
     """Slices provisioned at creation (and Ray's initial replicas)."""
     elastic: bool = False
     """Autoscaled between ``min_slices`` and ``max_slices``; otherwise fixed."""
-    spot: bool = False
-    """Spot VMs."""
+    capacity: Capacity = "on-demand"
+    """How the group's VMs are obtained (what prices them): :mod:`raytpu.facts.capacity`."""
     reservation: str | None = None
-    """A specific reservation the VMs consume (exclusive with ``spot``)."""
+    """The specific reservation the VMs consume (``capacity`` reservation)."""
+    max_run_seconds: int | None = None
+    """Flex-start: how long GKE lets a VM run before it reclaims it."""
 
     @property
     def pool_names(self) -> list[str]:
@@ -61,11 +62,8 @@ class SliceGroup:
         return kueue_flavor_name(self.shape)
 
     @property
-    def capacity(self) -> Capacity:
-        """How the group's VMs are bought (what prices them)."""
-        if self.spot:
-            return "spot"
-        return "reservation" if self.reservation else "on-demand"
+    def spot(self) -> bool:
+        return self.capacity == "spot"
 
     def output(self) -> dict[str, Any]:
         """The group's entry of the ``slices`` stack output (documented in README)."""
@@ -77,6 +75,7 @@ class SliceGroup:
             "minSlices": self.min_slices,
             "maxSlices": self.max_slices,
             "spot": self.spot,
+            "capacity": self.capacity,
             "nodeSelector": self.shape.node_selector,
         }
 

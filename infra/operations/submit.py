@@ -101,7 +101,7 @@ def slice_group_of(cfg: Any, slice_group: str | None, slices: int | None, *,
     else:
         raise BadFlags([f"--slice-group: {slice_group!r} is not a slice of stack {cfg.stack!r}; "
                         f"valid: {', '.join(groups)}"])
-    n_slices = group.initial_slices if slices is None else slices
+    n_slices = (group.initial_slices or 1) if slices is None else slices
     most, why = group.max_slices, f"raytpu:slices entry {group.name!r}"
     if on_shared_cluster:
         from raytpu.program.ray_cluster_config import worker_groups

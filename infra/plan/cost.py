@@ -1,11 +1,12 @@
 """``raytpu cost``: what a stack's fleet costs, from its config and one price table.
 
 Per slice group: chips per slice x price per chip-hour for the stack's region and capacity
-type (``spot``, ``reservation`` or ``on-demand``), at the autoscaling minimum (``min``), at
-the configured ``count`` (``count``: what runs from the first ``up`` until the autoscaler
-acts) and at the autoscaling maximum (``max``); a fixed group has all three equal. The
-system pool's VMs from ``minNodes`` to ``maxNodes``. Prices come from
-:mod:`raytpu.facts.prices` unless ``raytpu:cost`` overrides them.
+type (``spot``, ``reservation``, ``flex-start`` or ``on-demand``), at the autoscaling
+minimum (``min``), at the configured ``count`` (``count``: what runs from the first
+``up`` until the autoscaler acts; 0 for an elastic group that starts empty) and at the
+autoscaling maximum (``max``); a fixed group has all three equal. The system pool's VMs
+from ``minNodes`` to ``maxNodes``. Prices come from :mod:`raytpu.facts.prices` unless
+``raytpu:cost`` overrides them.
 :func:`cost_of` is the one computation: ``raytpu cost``, ``raytpu plan`` (its summary and
 the ``cost`` object of ``--json``) and the pull-request preview all print its result.
 """
@@ -51,7 +52,8 @@ def _chip_price(cfg: StackConfig, s: SliceGroup) -> tuple[float | None, str]:
     capacity = s.capacity
     gen = s.shape.generation.name
     override = cfg.cost.prices.get(gen)
-    key = {"on-demand": "on_demand", "spot": "spot", "reservation": "reservation"}[capacity]
+    key = {"on-demand": "on_demand", "spot": "spot", "reservation": "reservation",
+           "flex-start": "flex_start"}[capacity]
     if override is not None and getattr(override, key) is not None:
         return float(getattr(override, key)), f"raytpu:cost.prices.{gen}"
     listed = prices.chip_price(gen, cfg.region)
@@ -65,6 +67,11 @@ def _chip_price(cfg: StackConfig, s: SliceGroup) -> tuple[float | None, str]:
             return listed.commitment_1y, f"list 1-year commitment ({listed.commitment_source})"
         return listed.on_demand, ("list on-demand (no commitment price listed; set "
                                   f"raytpu:cost.prices.{gen}.reservation)")
+    if capacity == "flex-start":
+        # Flex-start has its own (Dynamic Workload Scheduler) price, which this table does
+        # not hold: the on-demand list price stands in for it, and says so.
+        return listed.on_demand, ("list on-demand (flex-start's own price is not in this "
+                                  f"table; set raytpu:cost.prices.{gen}.flexStart)")
     return listed.on_demand, "list"
 
 

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from raytpu.facts.capacity import describe_seconds
 from raytpu.plan.values import shown
 
 if TYPE_CHECKING:
+    from raytpu.facts.slice_group import SliceGroup
     from raytpu.plan.engine import PlanResult
     from raytpu.spec.gke_cluster import MaintenancePolicyArgs
 
@@ -49,14 +51,51 @@ def tpu_slice_tables(result: PlanResult) -> list[PlanTable]:
         scaling = f"{s.min_slices}..{s.max_slices}" if s.elastic else str(s.count)
         rows.append([s.name, shape.accelerator_type, shape.topology, str(shape.hosts),
                      str(shape.chips), str(shape.chips_per_vm), shape.machine_type, scaling,
-                     str(s.initial_slices), "yes" if s.spot else "no"])
+                     str(s.initial_slices), _capacity_cell(s.group)])
     notes = ["min..max: the autoscaling range; count: the configured count, what runs from "
              "the first `up` until the autoscaler acts"]
+    if any(s.count == 0 for s in cfg.slices):
+        notes.append("count 0: the group's pools start empty and its slices are created when "
+                     "a job asks for them (the shared RayCluster's group starts at 0 replicas)")
     if any(s.shape.hosts > 1 for s in cfg.slices):
         notes.append(_maintenance_note(cfg.cluster.maintenance))
+    notes += _run_limit_notes(result)
     return [PlanTable(f"TPU slices (zone {cfg.zone})",
                       ["slice", "tpu", "topology", "hosts", "chips", "chips/host", "machine type",
-                       "slices min..max", "count", "spot"], rows, notes=notes)]
+                       "slices min..max", "count", "capacity"], rows, notes=notes)]
+
+
+def _capacity_cell(g: SliceGroup) -> str:
+    """``on-demand``, ``spot``, ``reservation <name>`` or ``flex-start, runs <= 7d``."""
+    if g.capacity == "reservation":
+        return f"reservation {g.reservation}"
+    if g.capacity == "flex-start" and g.max_run_seconds is not None:
+        return f"flex-start, runs <= {describe_seconds(g.max_run_seconds)}"
+    return g.capacity
+
+
+def _run_limit_notes(result: PlanResult) -> list[str]:
+    """Flex-start VMs are reclaimed after their run limit: say so, and name the jobs whose
+    deadline outlives it."""
+    cfg = result.config
+    limits = {s.name: s.group.max_run_seconds for s in cfg.slices
+              if s.group.max_run_seconds is not None}
+    if not limits:
+        return []
+    out = [f"flex-start: GKE reclaims a slice of {', '.join(sorted(limits))} when its run limit "
+           "ends, and the slice is requested again; a run resumes from its last checkpoint"]
+    for j in cfg.jobs:
+        limit = limits.get(j.slice_group)
+        if limit is None:
+            continue
+        deadline = j.active_deadline_seconds
+        if deadline is None or deadline > limit:
+            length = ("has no activeDeadlineSeconds" if deadline is None else
+                      f"may run {describe_seconds(deadline)}")
+            out.append(f"job {j.name} {length}, longer than {j.slice_group}'s flex-start limit "
+                       f"({describe_seconds(limit)}): its slices are reclaimed mid-run and it "
+                       "resumes from its checkpoints")
+    return out
 
 
 def _maintenance_note(policy: MaintenancePolicyArgs | None) -> str:

@@ -106,7 +106,13 @@ def tpu_placement(args: ResourceValidationArgs, report: ReportViolation) -> None
         report(f"placementPolicy.tpuTopology {topology!r} fits one {shape.machine_type} VM: "
                "GKE rejects a topology on a single-host pool", None)
         return
-    if prop(p, "placementPolicy", "type") != "COMPACT":
+    if shape.workload_policy:
+        if not prop(p, "placementPolicy", "policyName") or prop(
+                p, "placementPolicy", "type") == "COMPACT":
+            report(f"multi-host TPU pool ({shape.accelerator_type}, {topology}) needs a "
+                   "workload policy as placementPolicy.policyName and no COMPACT type (GKE: "
+                   "\"Use workload policy instead\")", None)
+    elif prop(p, "placementPolicy", "type") != "COMPACT":
         report(f"multi-host TPU pool ({shape.accelerator_type}, {topology}) needs "
                "placementPolicy.type COMPACT", None)
     zones = len(seq(prop(p, "nodeLocations"))) or 1

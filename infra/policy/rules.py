@@ -68,7 +68,8 @@ POLICIES: list[ResourceValidationPolicy | StackValidationPolicy] = [
         "keeps its GCS in Redis (gcsFaultToleranceOptions), so a head restart keeps the "
         "slices.", reliability.gcs_fault_tolerance, A),
     ResourceValidationPolicy(
-        "tpu-slice-pool-shape", "Every multi-host TPU pool is COMPACT with a topology and "
+        "tpu-slice-pool-shape", "Every multi-host TPU pool is COMPACT (Ironwood: a workload "
+        "policy) with a topology and "
         "as many nodes as the slice has hosts.", reliability.tpu_placement, A),
     StackValidationPolicy(
         "max-tpu-chips", "A stack's TPU node pools hold at most maxChips chips at their "

@@ -109,7 +109,12 @@ def gke_args(cfg: StackConfig) -> GkeArgs:
         cluster=PENDING, zone=From(cfg.zone, "raytpu:zone"), node_service_account=PENDING,
         project=project, location=From(cfg.cluster_location, "raytpu:zone"),
         node_tags=From((node_tag.value, tpu_tag.value), name),
-        resource_labels=cost_labels(cfg, s)) for i, s in enumerate(cfg.slices)]
+        resource_labels=cost_labels(cfg, s),
+        # Resource policies are named per project and region: the cluster's name keeps two
+        # stacks' groups of one name apart.
+        workload_policy_name=From(f"{c.name[:62 - len(s.name)].rstrip('-')}-{s.name}",
+                                  f"raytpu:slices[{i}].name"))
+        for i, s in enumerate(cfg.slices)]
     storage = build_args(
         CheckpointStorageArgs, "raytpu:storage", cfg.storage, problems, project=project,
         bucket_name=From(cfg.bucket_name, "raytpu:storage.bucket"),

@@ -127,7 +127,10 @@ def test_bad_cost_and_monitoring_keys_name_the_key() -> None:
 
 
 def test_price_table_is_consistent() -> None:
-    assert set(prices.TPU_PRICES) == set(GENERATIONS)
+    # TPU7x has no list price in the stored catalog: its rows say "not priced" until
+    # raytpu:cost.prices.tpu7x is set (docs/capacity.md).
+    assert set(GENERATIONS) - set(prices.TPU_PRICES) == {"tpu7x"}
+    assert set(prices.TPU_PRICES) <= set(GENERATIONS)
     for gen, regions in prices.TPU_PRICES.items():
         for region, p in regions.items():
             assert p.spot is None or 0 < p.spot <= p.on_demand, (gen, region)

@@ -125,6 +125,15 @@ CASES: dict[str, Case] = {
             "costManagementConfig": {"enabled": True},
         }, pulumi.ResourceOptions(ignore_changes=["nodeConfig"])),
     ),
+    "resource-policy": (
+        lambda n: gcp.compute.ResourcePolicy(
+            n, name="c-train", project=PROJECT, region="us-central1",
+            workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                type="HIGH_THROUGHPUT", accelerator_topology="2x2x2")),
+        lambda n: thin.ComputeResourcePolicy(n, {
+            "name": "c-train", "project": PROJECT, "region": "us-central1",
+            "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "2x2x2"}}),
+    ),
     "node-pool": (
         lambda n: gcp.container.NodePool(
             n, name="p", project=PROJECT, cluster=CLUSTER_ID, location=ZONE,

@@ -250,3 +250,73 @@ def test_readme_example_in_a_foreign_program() -> None:
     assert all(p.inputs["cluster"].endswith("/clusters/theirs") for p in made)
     assert all(p.inputs["nodeConfig"]["serviceAccount"].startswith("theirs-nodes@")
                for p in made)
+
+
+# -- capacity modes, count 0, Ironwood (issue 44) --------------------------------------------
+
+
+@pytest.mark.parametrize("tpu", ["v6e-16", "v6e-4"])
+def test_flex_start_pools_are_what_gke_and_xpk_create(tpu: str) -> None:
+    """xpk 1.16 --flex: --flex-start --enable-autoscaling --location-policy=ANY
+    --reservation-affinity=none --no-enable-autorepair --num-nodes=0, never --spot."""
+    shape = slice_shape(tpu)
+    plan, _ = plan_pools(shape, zone="us-east5-a", slices=2, flex_start=True,
+                         max_run_seconds=36 * 3600)
+    found = pools(plan)
+    assert len(found) == (2 if shape.multi_host else 1)
+    for p in found:
+        i, nc = p.inputs, p.inputs["nodeConfig"]
+        assert nc["flexStart"] is True and nc["maxRunDuration"] == "129600s"
+        assert nc["spot"] is False
+        assert nc["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+        assert i["management"]["autoRepair"] is False
+        assert i["initialNodeCount"] == 0 and "nodeCount" not in i
+        assert i["autoscaling"] == {
+            "minNodeCount": 0, "maxNodeCount": shape.hosts if shape.multi_host else 2,
+            "locationPolicy": "ANY"}
+
+
+def test_flex_start_run_limit_defaults_to_seven_days() -> None:
+    plan, _ = plan_pools(slice_shape("v6e-16"), zone="us-east5-a", flex_start=True)
+    assert {p.inputs["nodeConfig"]["maxRunDuration"] for p in pools(plan)} == {"604800s"}
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"flex_start": True, "spot": True}, r"never Spot and consume no reservation"),
+    ({"flex_start": True, "reservation": "r"}, r"never Spot and consume no reservation"),
+    ({"flex_start": True, "max_run_seconds": 8 * 86400}, r"max_run_seconds: 691200"),
+    ({"max_run_seconds": 3600}, r"max_run_seconds: 3600 needs flex_start"),
+])
+def test_bad_flex_start_args_are_refused(kw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        pool_args(slice_shape("v6e-16"), **kw)
+
+
+def test_count_zero_elastic_pools_start_empty() -> None:
+    plan, attrs = plan_pools(slice_shape("v4-16"), zone="us-central2-b", slices=0,
+                             autoscaling=SliceAutoscaling(0, 2))
+    assert [p.inputs["initialNodeCount"] for p in pools(plan)] == [0, 0]
+    assert attrs["slices"] == 2
+    plan, _ = plan_pools(slice_shape("v4-8"), zone="us-central2-b", slices=0,
+                         autoscaling=SliceAutoscaling(0, 3))
+    (p,) = pools(plan)
+    assert p.inputs["initialNodeCount"] == 0 and p.inputs["autoscaling"]["maxNodeCount"] == 3
+
+
+def test_ironwood_multi_host_pools_share_one_workload_policy() -> None:
+    plan, _ = plan_pools(slice_shape("tpu7x-32"), zone="us-central1-c", slices=2,
+                         workload_policy_name="c-train")
+    (policy,) = plan.by_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs == {
+        "name": "c-train", "project": PROJECT, "region": "us-central1",
+        "workloadPolicy": {"type": "HIGH_THROUGHPUT", "acceleratorTopology": "2x2x4"}}
+    for p in pools(plan):
+        # GKE stores policyName + tpuTopology and no type: `type` empty is what it reports,
+        # so a second `up` finds nothing to change (vllm-project/ci-infra#547).
+        assert p.inputs["placementPolicy"] == {
+            "type": "", "policyName": "c-train", "tpuTopology": "2x2x4"}
+        assert p.inputs["nodeCount"] == 4
+        assert p.inputs["nodeConfig"]["machineType"] == "tpu7x-standard-4t"
+    single, _ = plan_pools(slice_shape("tpu7x-8"), zone="us-central1-c")
+    assert not single.by_type("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert "placementPolicy" not in pools(single)[0].inputs

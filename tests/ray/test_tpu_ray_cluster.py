@@ -203,7 +203,7 @@ def test_machine_table_covers_every_catalog_machine_type() -> None:
     for machine, (vcpu, gb) in MACHINE_RESOURCES.items():
         shape = next(slice_shape(a, machine_type=machine)
                      for a in ("v4-8", "v5litepod-1", "v5litepod-4", "v5litepod-8", "v5p-8",
-                               "v6e-1", "v6e-4", "v6e-8")
+                               "v6e-1", "v6e-4", "v6e-8", "tpu7x-8")
                      if _fits(a, machine))
         req = worker_resources(shape)["requests"]
         assert 0.75 * vcpu <= int(req["cpu"]) <= 0.85 * vcpu

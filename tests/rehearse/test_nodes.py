@@ -86,3 +86,30 @@ def test_kwok_config_has_the_stages_kwok_needs() -> None:
     assert {d["spec"]["resourceRef"]["kind"] for d in docs} == {"Node", "Pod"}
     assert all(d["apiVersion"] == "kwok.x-k8s.io/v1alpha1" and d["kind"] == "Stage"
                for d in docs)
+
+
+def test_ironwood_pools_get_tpu7x_nodes_from_the_catalog() -> None:
+    """No special case: the machine type finds the generation, the pool's topology (a
+    workload-policy pool carries it too) labels the nodes."""
+    from raytpu.plan.engine import run_program
+
+    raw = {"gcp:project": "acme-ml", "raytpu:zone": "us-central1-c",
+           "raytpu:cluster": {"name": "iron", "dataplaneV2": True},
+           "raytpu:slices": [
+               {"name": "iw-16", "tpu": "tpu7x-16", "count": 0, "capacity": "flex-start",
+                "autoscaling": {"min": 0, "max": 2}},
+               {"name": "iw-8", "tpu": "tpu7x-8"}]}
+    plan = run_program("t", raw, preview=True)
+    pools, _ = fake_nodes(plan)
+    assert {p.name: p.nodes for p in pools if p.tpu_chips} == {
+        "iw-16-0": 0, "iw-16-1": 0, "iw-8": 1}  # flex-start pools start empty
+    _, nodes = fake_nodes(plan, at_max=True)
+    by_pool = _by_pool(nodes)
+    for pool, topology, hosts in (("iw-16-0", "2x2x2", 2), ("iw-16-1", "2x2x2", 2),
+                                  ("iw-8", "2x2x1", 1)):
+        assert len(by_pool[pool]) == hosts
+        for n in by_pool[pool]:
+            labels = n["metadata"]["labels"]
+            assert labels[ACCELERATOR_LABEL] == "tpu7x"
+            assert labels[TOPOLOGY_LABEL] == topology
+            assert n["status"]["capacity"][TPU_RESOURCE] == "4"

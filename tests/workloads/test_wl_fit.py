@@ -24,6 +24,7 @@ def test_hbm_per_chip_is_the_catalogs_sourced_figure() -> None:
     # As each generation's Cloud TPU page states it (GiB where it says GiB, else GB).
     assert {g: GENERATIONS[g].hbm_bytes_per_chip for g in GENERATIONS} == {
         "v4": 32 * 2**30, "v5e": 16 * 10**9, "v5p": 95 * 2**30, "v6e": 32 * 10**9,
+        "tpu7x": 192 * 2**30,  # the TPU7x page: "HBM capacity per chip (GiB) 192"
     }
     fit = estimate(EIGHT_B, slice_shape("v5p-8"), batch_per_host=1, seq_len=1024)
     assert fit.hbm_per_chip == 95 * 2**30
