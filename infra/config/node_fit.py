@@ -8,7 +8,8 @@
   cannot help (every node of the pool has the same size).
 * Each TPU worker pod (one per TPU VM) must fit its VM's allocatable the same way.
 * Ray's TPU layer accepts only some topologies
-  (:class:`raytpu.facts.ray_topologies.RayTopologies`); a slice it rejects would fail at job start ("Invalid accelerator topology").
+  (:class:`raytpu.facts.ray_topologies.RayTopologies`); a slice it rejects would fail at
+  job start ("Invalid accelerator topology").
 
 Kubernetes quantities (``500m``, ``16Gi``, ``1.5``, ``64G``, ``1e3``) are parsed as the API
 server parses them (``k8s.io/apimachinery/pkg/api/resource``).
