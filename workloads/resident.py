@@ -22,7 +22,9 @@ driver has heartbeated for :data:`ORPHAN_S` free them on their own.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -51,6 +53,8 @@ ORPHAN_S = 900.0
 the hosts' environment) free their slices and exit: a run stopped for good (``ray job
 stop``, a run nobody resubmits) must not hold TPUs. Longer than a head pod's restart and
 a resubmission, image pull included."""
+REMOVE_RETRY_S = (1.0, 5.0, 15.0, 60.0)
+"""Waits between an orphan's tries to free its slices (the last one repeats)."""
 SINK_TIMEOUT_S = 30.0  # after that, step records for a lost driver are dropped
 KEEP_CHECKPOINTS = 2
 
@@ -176,6 +180,31 @@ class ResidentHooks(RayHooks):
         self._pending.clear()
 
 
+def free_slices(pg: PlacementGroup | None, orphaned: Callable[[], bool] = lambda: True) -> bool:
+    """Remove an orphaned host's placement group, and so free its slices; whether it did. A
+    failure (the GCS restarting, a lost connection) is said on the host's stderr, its worker
+    log, and retried while the host is still ``orphaned()``: exiting instead would leave the
+    TPUs held with nobody left to free them. A driver heard from meanwhile has them again."""
+    if pg is None:
+        return True
+    for attempt in itertools.count(1):
+        try:
+            remove_placement_group(pg)
+            return True
+        except Exception as e:  # whatever it was, the slices are still held
+            wait = REMOVE_RETRY_S[min(attempt, len(REMOVE_RETRY_S)) - 1]
+            print(f"raytpu resident host (orphaned): removing placement group "
+                  f"{pg.id.hex()} failed (attempt {attempt}): {e!r}; its TPU slices stay "
+                  f"held until it succeeds; retrying in {wait:g} s", file=sys.stderr,
+                  flush=True)
+            time.sleep(wait)
+            if not orphaned():
+                print("raytpu resident host: a driver is back; the slices are its again",
+                      file=sys.stderr, flush=True)
+                return False
+    raise AssertionError("unreachable")
+
+
 class ResidentHost:
     """One host's resident training process (a detached, threaded Ray actor)."""
 
@@ -190,14 +219,16 @@ class ResidentHost:
                          daemon=True).start()
 
     def _watch(self, orphan_s: float) -> None:
-        while time.monotonic() - self._seen < orphan_s:
-            time.sleep(min(1.0, orphan_s / 10))
-        # Removing the group kills every host of it (this one too); exit if that fails.
-        with contextlib.suppress(Exception):
-            pg = ray.util.get_current_placement_group()
-            if pg is not None:
-                remove_placement_group(pg)
-        os._exit(0)
+        def orphaned() -> bool:
+            return time.monotonic() - self._seen >= orphan_s
+
+        while True:
+            while not orphaned():
+                time.sleep(min(1.0, orphan_s / 10))
+            # Removing the group kills every host of it (this one too); the exit is for a
+            # host outside any group.
+            if free_slices(ray.util.get_current_placement_group(), orphaned):
+                os._exit(0)
 
     def heartbeat(self) -> None:
         """A driver of this run is alive."""

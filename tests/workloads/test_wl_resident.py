@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,7 @@ pytest.importorskip("ray")
 pytest.importorskip("torch")
 
 from raytpu.facts.catalog import slice_shape
+from raytpu.workloads import resident
 from raytpu.workloads.config import LaunchOptions, TrainConfig, from_argv, to_argv
 from raytpu.workloads.head_failover import (
     driver_process_env,
@@ -62,6 +65,150 @@ def test_resident_round_trips_and_is_refused_with_jax_or_a_command(
             from_argv(["--storage-path", "/tmp/runs", "--resident", *extra])
         err = capsys.readouterr().err
         assert "--resident" in err and ("jax" in err or "'python'" in err)
+
+
+def test_hosts_wait_900_s_for_a_driver_unless_told_otherwise(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Longer than a head pod's restart and a resubmission, image pull included."""
+    watched: list[tuple[str, tuple[object, ...]]] = []
+
+    class NotStarted:
+        def __init__(self, target: Any, args: tuple[object, ...], **_: object) -> None:
+            watched.append((target.__name__, args))
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr(resident.threading, "Thread", NotStarted)
+    monkeypatch.delenv(ORPHAN_ENV, raising=False)
+    resident.ResidentHost()
+    monkeypatch.setenv(ORPHAN_ENV, "12")
+    resident.ResidentHost()
+    assert watched == [("_watch", (900.0,)), ("_watch", (12.0,))]
+
+
+class _Group:
+    id = SimpleNamespace(hex=lambda: "pg01")
+
+
+def test_an_orphan_that_cannot_free_its_slices_says_so_and_retries(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[object] = []
+    slept: list[float] = []
+
+    def remove(pg: object) -> None:
+        calls.append(pg)
+        if len(calls) < 3:
+            raise ConnectionError("GCS unavailable")
+
+    monkeypatch.setattr(resident, "remove_placement_group", remove)
+    monkeypatch.setattr(resident.time, "sleep", slept.append)
+    group = _Group()
+    assert resident.free_slices(group)
+    assert calls == [group] * 3 and slept == [1.0, 5.0]
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "raytpu resident host (orphaned): removing placement group pg01 failed (attempt 1): "
+        "ConnectionError('GCS unavailable'); its TPU slices stay held until it succeeds; "
+        "retrying in 1 s",
+        "raytpu resident host (orphaned): removing placement group pg01 failed (attempt 2): "
+        "ConnectionError('GCS unavailable'); its TPU slices stay held until it succeeds; "
+        "retrying in 5 s"]
+    assert resident.free_slices(None)  # a host outside any group has nothing to free
+    assert len(calls) == 3
+
+
+def test_an_orphan_stops_freeing_its_slices_once_a_driver_is_back(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[object] = []
+
+    def remove(pg: object) -> None:
+        calls.append(pg)
+        raise ConnectionError("GCS unavailable")
+
+    monkeypatch.setattr(resident, "remove_placement_group", remove)
+    monkeypatch.setattr(resident.time, "sleep", lambda s: None)
+    assert not resident.free_slices(_Group(), orphaned=lambda: False)
+    assert len(calls) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "raytpu resident host: a driver is back; the slices are its again")
+
+
+class _Host:
+    """A resident actor handle: ``info.remote()`` answers its info."""
+
+    def __init__(self, rank: int) -> None:
+        self.info = SimpleNamespace(remote=lambda: {"rank": rank, "pid": 100 + rank})
+
+
+def _attach_with(monkeypatch: pytest.MonkeyPatch, bundles: int | None,
+                 actors: dict[str, _Host]) -> tuple[object, list[str]]:
+    torn: list[str] = []
+
+    def get_placement_group(name: str) -> object:
+        if bundles is None:
+            raise ValueError(f"no placement group {name}")
+        return SimpleNamespace(bundle_count=bundles)
+
+    def get_actor(name: str, namespace: str) -> _Host:
+        assert namespace == "raytpu"
+        if name not in actors:
+            raise ValueError(f"no actor {name}")
+        return actors[name]
+
+    monkeypatch.setattr(resident.ray.util, "get_placement_group", get_placement_group)
+    monkeypatch.setattr(resident.ray, "get_actor", get_actor)
+    monkeypatch.setattr(resident.ray, "get", lambda refs, timeout=None: list(refs))
+    monkeypatch.setattr(resident, "teardown", torn.append)
+    return resident.attach("r"), torn
+
+
+def test_attach_finds_a_whole_group_in_rank_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = _Host(1), _Host(0)  # bundle 0 holds rank 1
+    found, torn = _attach_with(monkeypatch, 2, {"raytpu-resident-r-0": first,
+                                                "raytpu-resident-r-1": second})
+    assert (found, torn) == ([second, first], [])
+    assert _attach_with(monkeypatch, None, {}) == (None, [])  # no group: nothing to tear down
+
+
+@pytest.mark.parametrize("actors", [
+    {"raytpu-resident-r-0": _Host(0)},  # a host lost: its actor is gone
+    # A group made by a driver that died before its hosts joined (rank -1).
+    {"raytpu-resident-r-0": _Host(0), "raytpu-resident-r-1": _Host(-1)},
+])
+def test_attach_tears_a_half_made_group_down(monkeypatch: pytest.MonkeyPatch,
+                                             actors: dict[str, _Host]) -> None:
+    assert _attach_with(monkeypatch, 2, actors) == (None, ["r"])
+
+
+@pytest.mark.parametrize(("fails", "runs", "raised"), [(2, 3, False), (3, 3, True)])
+def test_a_lost_host_restarts_the_group_up_to_max_failures(
+        monkeypatch: pytest.MonkeyPatch, fails: int, runs: int, raised: bool) -> None:
+    """--max-failures 2: two lost groups are replaced (three runs); a third loss ends it."""
+    made: list[int] = []
+    ran: list[int] = []
+    torn: list[str] = []
+
+    def run(hosts: list[object], *_: object) -> None:
+        ran.append(len(ran))
+        if len(ran) <= fails:
+            raise resident.ray.exceptions.RayActorError()
+
+    monkeypatch.setattr(resident.ray, "get_runtime_context",
+                        lambda: SimpleNamespace(namespace="raytpu"))
+    monkeypatch.setattr(resident, "attach", lambda name: None)
+    monkeypatch.setattr(resident, "_create", lambda *a: made.append(1) or ["host"])
+    monkeypatch.setattr(resident, "pids", lambda hosts: [1])
+    monkeypatch.setattr(resident, "_run", run)
+    monkeypatch.setattr(resident, "teardown", torn.append)
+    opts = LaunchOptions(storage_path="/tmp/runs", run_name="r", max_failures=2,
+                         resident=True)
+    if raised:
+        with pytest.raises(resident.ray.exceptions.RayActorError):
+            resident.fit_resident(TrainConfig(), opts, sink=None)
+    else:
+        resident.fit_resident(TrainConfig(), opts, sink=None)
+    assert (len(made), len(ran), torn) == (runs, runs, ["r"] * (fails + (not raised)))
 
 
 STEPS, EVERY = 30, 5
