@@ -223,3 +223,8 @@ def test_ray_rejects_gke_documented_v4_shapes() -> None:
     assert not slice_shape("v4-4096", topology="8x16x16").ray_accepts_topology  # y > 12
     assert not slice_shape("v4-6144").ray_accepts_topology  # 12x16x16: z <= 16 but y > 12
     assert slice_shape("v5p-12288").ray_accepts_topology  # 16x16x24 is Ray's v5p maximum
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref

@@ -425,3 +425,8 @@ def test_status_and_the_rehearsal_count_chips_in_use_alike() -> None:
     assert chips_in_use(cq) == 24
     [queue] = read_queues(Api(), [("speech", "cq-speech")])  # type: ignore[arg-type]
     assert (queue.active, queue.admitted, queue.pending, queue.chips_in_use) == (True, 2, 1, 24)
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref
