@@ -82,8 +82,10 @@ class MemorystoreRedis(pulumi.ComponentResource):
             "labels": dict(args.labels) or None,
         }, pulumi.ResourceOptions(parent=self, depends_on=depends))
         i = self.instance
+        # The port comes over Pulumi's wire as a number, a float in Python (6378.0): Ray
+        # reads the address's port as an integer.
         self.address = pulumi.Output.concat(
-            "rediss://", i.output("host"), ":", i.output("port").apply(str))
+            "rediss://", i.output("host"), ":", i.output("port").apply(lambda p: str(int(p))))
         self.auth_string = pulumi.Output.secret(i.output("authString"))
         self.ca_cert = i.output("serverCaCerts").apply(ca_bundle)
         self.register_outputs({"address": self.address, "caCert": self.ca_cert})

@@ -13,6 +13,10 @@ the test helpers it imports, at any depth, functions included): the first tier w
 triggers it reaches. A unit-tier run (``-m unit``) also refuses, while a test runs, what the
 tier excludes, so a test the static reading misfiles fails with the reason instead of
 quietly slowing the short loop.
+
+Beside the tiers: the ``ref`` marker (the test reads ``../shared/ref``, through a fixture or
+marked where it is), and CI's rule on skips (``tests/skip_policy.py``): in CI a skip the
+suite does not declare fails the run.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from skip_policy import enforced_here, unexpected
 
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "plan", "process", "cluster")
@@ -38,6 +43,9 @@ PLAN_IMPORTS = ("pulumi", "pulumi_gcp", "pulumi_kubernetes", "pulumi_policy", "t
                 "raytpu.cli", "raytpu.policy")
 # Session fixtures that run the whole program (tests/infra/conftest.py).
 PLAN_FIXTURES = frozenset({"stack_plans", "stack_previews", "calls"})
+# Fixtures that read ../shared/ref (or $RAYTPU_*_CRDS); tests that read the reference data
+# without one are marked where they are.
+REF_FIXTURES = frozenset({"validate_crd", "ref_dir"})
 # A unit test of an import-graph or layout rule may name these modules without loading them.
 UNIT_BY_RULE = frozenset({"test_import_graph.py", "test_module_size.py"})
 
@@ -102,6 +110,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         fixtures = set(getattr(item, "fixturenames", ()))
         item.add_marker(tier_of(path, fixtures, item.get_closest_marker("slow") is not None))
+        if fixtures & REF_FIXTURES:
+            item.add_marker("ref")
 
 
 class TierViolation(AssertionError):
@@ -132,3 +142,34 @@ def _unit_tier_guard(request: pytest.FixtureRequest,
     if runtime is not None:
         monkeypatch.setattr(runtime, "set_mocks", lambda *a, **k: refuse("ran a Pulumi program"))
     yield
+
+
+_UNEXPECTED: list[tuple[str, str]] = []
+
+
+def _reason(report: pytest.CollectReport | pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not enforced_here():
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    reports = reporter.stats.get("skipped", []) if reporter is not None else []
+    _UNEXPECTED[:] = unexpected((r.nodeid, _reason(r)) for r in reports
+                                if not hasattr(r, "wasxfail"))
+    if _UNEXPECTED:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _UNEXPECTED:
+        return
+    terminalreporter.section("skips CI does not expect", sep="=", red=True, bold=True)
+    for nodeid, reason in _UNEXPECTED:
+        terminalreporter.line(f"{nodeid}: {reason}")
+    terminalreporter.line(
+        f"{len(_UNEXPECTED)} unexpected skip(s) fail this CI run: make what they need "
+        "available, or declare them in tests/skip_policy.py EXPECTED_SKIPS with the reason")

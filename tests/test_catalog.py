@@ -241,3 +241,8 @@ def test_peak_flops_and_hbm_match_the_chip_specs() -> None:
         units = set(_UNIT) if name in _EITHER_UNIT else {row["hbm_unit_as_stated"]}
         assert gen.hbm_bytes_per_chip in {hbm * _UNIT[u] for u in units}, (
             name, gen.hbm_bytes_per_chip, row["hbm_per_chip"], row["hbm_unit_as_stated"])
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref

@@ -1,8 +1,12 @@
-"""The pull-request workflows: the offline plan diff runs without credentials (so forks get
-it) and is posted by a separate workflow that never runs the PR's code."""
+"""The pull-request workflows: the offline checks run what CI runs, less what a runner lacks,
+deselected by name; the offline plan diff runs without credentials (so forks get it) and is
+posted by a separate workflow that never runs the PR's code."""
 
 from __future__ import annotations
 
+import re
+import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +53,65 @@ def test_comment_workflow_posts_without_running_pr_code() -> None:
     script = steps[-1]["with"]["script"]
     assert "pr.head.sha !== process.env.HEAD_SHA" in script  # the PR number is checked
     assert "<!-- raytpu-plan-diff:${stack} -->" in script  # one comment per stack, updated
+
+
+ROOT = WORKFLOWS.parents[1]
+
+
+def _runs(job: str) -> list[str]:
+    return [str(s["run"]) for s in _load("preview.yml")["jobs"][job]["steps"] if "run" in s]
+
+
+def _readme_tests_command() -> str:
+    from test_readme_commands import commands
+
+    return commands()[1]
+
+
+def test_the_offline_job_installs_what_the_readmes_test_command_installs() -> None:
+    """The same tested set (constraints.txt, the dev and workloads extras) as the command CI
+    runs from the README: with `.[dev]` alone, collection stopped on numpy and fsspec."""
+    (install,) = [r for r in _runs("offline") if "pip install" in r]
+    readme = _readme_tests_command()
+    assert install == readme.split(" && .venv/bin/python -m pytest")[0]
+    assert "-c constraints.txt -e '.[dev,workloads]'" in install
+
+
+def test_every_install_of_the_prs_code_uses_the_tested_constraints() -> None:
+    for job in ("offline", "plan-diff", "preview"):
+        for run in _runs(job):
+            for step in (s for line in run.splitlines() for s in line.split("&&")
+                         if "pip install" in s):
+                words = shlex.split(step)
+                if "/tmp/base" in words:
+                    continue  # the merge base installs its own tree, as it was
+                assert words[words.index("-c") + 1] == "constraints.txt", (job, step)
+
+
+def test_the_offline_job_lints_as_ci_does() -> None:
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    make = (ROOT / "Makefile").read_text().splitlines()
+    assert ".venv/bin/ruff check . && .venv/bin/mypy -p raytpu" in _runs("offline")
+    # CI lints in `make check`, its first step.
+    assert "make check" in ci
+    assert "\t.venv/bin/ruff check ." in make and "\t.venv/bin/mypy -p raytpu" in make
+
+
+def test_the_offline_job_deselects_by_name_and_nothing_else() -> None:
+    """The subset is explicit in the command (markers declared in pyproject.toml), and runs
+    under CI=true, where any other skip fails it (tests/skip_policy.py)."""
+    (tests,) = [r for r in _runs("offline") if "-m pytest" in r]
+    words = shlex.split(tests)
+    assert words[:3] == [".venv/bin/python", "-m", "pytest"]
+    assert words[3:] == ["-m", "not slow and not ref and not cluster"]  # the README's paths
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        markers = tomllib.load(f)["tool"]["pytest"]["ini_options"]["markers"]
+    declared = {m.split(":")[0] for m in markers}
+    assert {"slow", "ref", "cluster"} <= declared
+
+
+def test_the_offline_job_plans_every_stack() -> None:
+    (loop,) = [r for r in _runs("offline") if "raytpu plan" in r]
+    stacks = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    listed = re.search(r"for s in ([\w ]+);", loop)
+    assert listed and sorted(listed.group(1).split()) == stacks

@@ -173,12 +173,28 @@ def test_changing_how_capacity_is_read_changes_the_cost_rows(
     assert after == {name: before["pod1"] for name in before}
 
 
+def _selector(topology: str) -> dict[str, str]:
+    return {"cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": topology,
+            "node.kubernetes.io/instance-type": "ct5lp-hightpu-4t"}
+
+
 def test_the_slices_output_is_the_models(monkeypatch: pytest.MonkeyPatch) -> None:
     plan = _plan()
-    cfg = plan.config
-    assert plan.outputs["slices"] == {s.name: s.group.output() for s in cfg.slices}
+    v5e_16 = {"tpu": "v5litepod-16", "topology": "4x4", "machineType": "ct5lp-hightpu-4t",
+              "hostsPerSlice": 4, "nodeSelector": _selector("4x4")}
+    assert plan.outputs["slices"] == {
+        "pod16": {**v5e_16, "minSlices": 0, "maxSlices": 2, "spot": False,
+                  "capacity": "on-demand"},
+        "pod1": {**v5e_16, "minSlices": 1, "maxSlices": 1, "spot": True, "capacity": "spot"},
+        "single": {"tpu": "v5litepod-4", "topology": "2x2", "machineType": "ct5lp-hightpu-4t",
+                   "hostsPerSlice": 1, "minSlices": 0, "maxSlices": 2, "spot": False,
+                   "capacity": "on-demand", "nodeSelector": _selector("2x2")},
+    }
+    # ... and it is the model's: the output follows a change of SliceGroup.output alone.
     monkeypatch.setattr(SliceGroup, "output", lambda self: {"only": self.name})
-    assert _plan().outputs["slices"] == {s.name: {"only": s.name} for s in cfg.slices}
+    assert _plan().outputs["slices"] == {"pod16": {"only": "pod16"}, "pod1": {"only": "pod1"},
+                                         "single": {"only": "single"}}
 
 
 def _every_shape() -> list[tuple[str, str, str]]:

@@ -200,6 +200,22 @@ def test_quota_on_a_fixed_group_is_refused_with_the_numbers() -> None:
     assert parse_stack_config("t", raw).teams[0].quota == {"pod16": 1}
 
 
+def test_quota_on_a_fixed_group_of_two_is_told_the_max_that_fits() -> None:
+    """The shared cluster keeps the group's 2 slices and the team's quota needs 1 more."""
+    raw = _raw([_team(quota={"pod16": 1})])
+    raw["raytpu:slices"] = [{**SLICES[0], "count": 2}, SLICES[1]]
+    with pytest.raises(ConfigError) as e:
+        parse_stack_config("t", raw)
+    assert e.value.problems == [
+        "raytpu:teams: nominal quotas on slice group 'pod16' add up to 1 slice(s) (vision 1), "
+        "but the group is fixed (raytpu:slices[0].count: 2, no autoscaling): the shared "
+        "RayCluster (raytpu:ray) always holds all its 2 node pool(s) outside Kueue's quotas, "
+        "so a team job admitted there would wait for nodes it keeps. Make the group elastic "
+        "(raytpu:slices[0].autoscaling: {min: 0, max: 3}), or keep teams' quotas off it"]
+    raw["raytpu:slices"][0]["autoscaling"] = {"min": 0, "max": 3}
+    assert parse_stack_config("t", raw).teams[0].quota == {"pod16": 1}
+
+
 def test_cpu_quantities_round_up_to_a_millicore() -> None:
     from decimal import Decimal
 

@@ -51,7 +51,9 @@ class RayMetricsExporter:
 
     def __init__(self, tags: dict[str, str], metrics: Any = None) -> None:
         if metrics is None:
-            import ray.util.metrics as metrics
+            import ray.util.metrics as ray_metrics
+
+            metrics = ray_metrics
         missing = set(TAG_KEYS) - set(tags)
         if missing:
             raise ValueError(f"RayMetricsExporter: tags {sorted(missing)} are required")

@@ -54,7 +54,7 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
     # Made fresh each step, so it stays a graph constant and XLA folds away the op's
     # skip-this-step selects (no AMP loss scaling here).
     found_inf = torch.zeros((), dtype=torch.float32, device=device)
-    optimizer.step(found_inf=found_inf)  # type: ignore[call-overload]
+    optimizer.step(found_inf=found_inf)  # type: ignore[call-overload, unused-ignore]
 
 
 def _init_state(state: dict[str, Any], p: torch.Tensor) -> None:

@@ -71,7 +71,7 @@ def _grads(params: list[torch.nn.Parameter]) -> list[torch.Tensor]:
     missing = [i for i, p in enumerate(params) if p.grad is None]
     if missing:
         raise RuntimeError(f"parameters {missing} got no gradient")
-    return [p.grad for p in params]  # type: ignore[misc]
+    return [p.grad for p in params]  # type: ignore[misc, unused-ignore]
 
 
 def _world_size() -> int:

@@ -33,6 +33,12 @@ def test_windows_gke_accepts(hours: int, recurrence: str, per_32_days: int) -> N
     assert window(hours, recurrence).hours_per_32_days == per_32_days
 
 
+def test_a_window_of_a_whole_day_is_accepted() -> None:
+    """One occurrence lasts at most a day, and a day is allowed (a second more is not)."""
+    day = MaintenanceWindow(SAT, "2026-01-04T02:00:00Z", "FREQ=WEEKLY;BYDAY=SA,SU")
+    assert (day.hours, day.hours_per_32_days) == (24, 192)
+
+
 @pytest.mark.parametrize(("start", "end", "recurrence", "message"), [
     # The common "Saturday 02:00-06:00" leaves 16 h in 32 days: GKE refuses it.
     (SAT, "2026-01-03T06:00:00Z", "FREQ=WEEKLY;BYDAY=SA",
@@ -50,6 +56,13 @@ def test_windows_gke_accepts(hours: int, recurrence: str, per_32_days: int) -> N
     (SAT, "2026-01-03T08:00:00Z", "FREQ=MONTHLY;BYMONTHDAY=1",
      r"recurrence: 'FREQ=MONTHLY;BYMONTHDAY=1' is not FREQ=DAILY or FREQ=WEEKLY;BYDAY="),
     (SAT, "2026-01-03T08:00:00Z", "FREQ=WEEKLY;BYDAY=SA,SA", r"names a day twice"),
+    (SAT, "2026-01-04T02:00:01Z", "FREQ=DAILY", r"makes a 24.0003 h window"),
+    # RRULE parts beyond the two forms change which days qualify (every 7th day, one hour
+    # of each): counted as if every listed day did, they would pass GKE's 48 h unchecked.
+    (SAT, "2026-01-03T08:00:00Z", "FREQ=DAILY;INTERVAL=7",
+     r"recurrence: 'FREQ=DAILY;INTERVAL=7' is not FREQ=DAILY or FREQ=WEEKLY;BYDAY="),
+    (SAT, "2026-01-03T08:00:00Z", "FREQ=WEEKLY;BYDAY=SA,SU;BYHOUR=2",
+     r"recurrence: 'FREQ=WEEKLY;BYDAY=SA,SU;BYHOUR=2' is not FREQ=DAILY"),
 ])
 def test_windows_gke_refuses_are_refused(start: str, end: str, recurrence: str,
                                          message: str) -> None:
@@ -61,6 +74,9 @@ def test_windows_gke_refuses_are_refused(start: str, end: str, recurrence: str,
     ({"name": " "}, r"MaintenanceExclusion.name: required"),
     ({"end_time": "2026-01-01T00:00:00Z"},
      r"end_time: '2026-01-01T00:00:00Z' is not after MaintenanceExclusion.start_time"),
+    # An exclusion of no length: GKE refuses an end that is not after the start.
+    ({"end_time": "2026-02-01T00:00:00Z"},
+     r"end_time: '2026-02-01T00:00:00Z' is not after MaintenanceExclusion.start_time"),
     ({"scope": "NO_NODE_UPGRADES"}, r"scope: 'NO_NODE_UPGRADES' is not valid; valid: "
      r"NO_UPGRADES, NO_MINOR_UPGRADES, NO_MINOR_OR_NODE_UPGRADES"),
 ])
@@ -71,11 +87,15 @@ def test_bad_exclusions_are_refused(kw: dict[str, Any], message: str) -> None:
 
 def test_exclusions_are_named_once_and_at_most_twenty() -> None:
     run = MaintenanceExclusion("run", "2026-02-01T00:00:00Z")
+    weekend = window(6, "FREQ=WEEKLY;BYDAY=SA,SU")  # exclusions need a window beside them
     with pytest.raises(ValueError, match=r"exclusions\[1\]\.name: 'run' is named twice"):
-        MaintenancePolicyArgs(exclusions=(run, run))
+        MaintenancePolicyArgs(window=weekend, exclusions=(run, run))
     many = tuple(MaintenanceExclusion(f"e{i}", "2026-02-01T00:00:00Z") for i in range(21))
     with pytest.raises(ValueError, match=r"21 exclusions; GKE keeps at most 20"):
-        MaintenancePolicyArgs(exclusions=many)
+        MaintenancePolicyArgs(window=weekend, exclusions=many)
+    assert len(MaintenancePolicyArgs(window=weekend, exclusions=many[:20]).exclusions) == 20
+    # An exclusion ending a second after it starts is one.
+    assert MaintenanceExclusion("s", "2026-02-01T00:00:00Z", "2026-02-01T00:00:01Z").end_time
 
 
 def test_the_cluster_gets_the_window_and_exclusions() -> None:
@@ -171,3 +191,21 @@ def test_no_upgrades_exclusions_are_bounded(end: str | None, message: str) -> No
         "maintenancePolicy"]["maintenanceExclusions"]
     assert emitted["exclusionOptions"] == {"scope": "NO_UPGRADES"}
     assert emitted["endTime"] == "2026-03-03T00:00:00Z"
+
+
+def _slice_note(slices: list[dict[str, Any]]) -> list[str]:
+    cfg = parse_stack_config("dev", {"gcp:project": "acme-ml", "raytpu:zone": "us-west4-a",
+                                     "raytpu:slices": slices})
+    (table,) = tpu_slice_tables(PlanResult("dev", cfg, [], {}))
+    return [n for n in table.notes if n.startswith("GKE upgrades")]
+
+
+def test_the_note_comes_with_any_multi_host_group() -> None:
+    """One multi-host group beside single-host ones is enough for an upgrade to recreate a
+    slice under its job; single-host groups alone get no note."""
+    multi = {"name": "train", "tpu": "v5litepod-16"}  # 4 hosts
+    single = {"name": "serve", "tpu": "v5litepod-4"}  # 1 host
+    (note,) = _slice_note([single, multi])
+    assert note.startswith("GKE upgrades node pools, recreating a multi-host slice under its "
+                           "job, at any time (no raytpu:cluster.maintenance.window)")
+    assert _slice_note([single]) == []

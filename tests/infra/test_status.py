@@ -591,3 +591,8 @@ def test_status_says_when_gcs_fault_tolerance_is_not_what_runs(capsys: Any) -> N
 def test_no_gcs_fault_tolerance_check_where_the_stack_has_none(world: Any) -> None:
     cfg, reader = world
     assert fleet_status(cfg, reader)["gcs_fault_tolerance"] is None
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref

@@ -247,3 +247,8 @@ def test_local_queues_wait_for_their_team_namespace(plan: PlanResult) -> None:
     assert len(queues) == 2
     for q in queues:
         assert namespaces[q.inputs["metadata"]["namespace"]] in q.options["dependsOn"], q.name
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref

@@ -84,3 +84,8 @@ def test_stacks_without_teams_have_no_team_tables() -> None:
     raw = load_stack_file("dev", STACKS)
     assert "raytpu:teams" not in raw
     assert team_tables(run_plan("dev", STACKS)) == []
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref

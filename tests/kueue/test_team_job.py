@@ -371,3 +371,8 @@ def test_the_digest_is_read_from_the_stack_output(
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     assert stack_output("t", "image") == IMAGE
     assert stack_output("t", "image", secret=True) is None  # exit 3: not the call it knows
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref

@@ -31,7 +31,6 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 from raytpu.config.stack import StackConfig
-from raytpu.config.team_rules import shared_max_slices
 from raytpu.config.validate import parse_stack_config
 from raytpu.facts.catalog import ACCELERATOR_LABEL, TOPOLOGY_LABEL, TPU_RESOURCE, topology_chips
 from raytpu.plan.engine import PlanResult, load_stack_file, run_program
@@ -76,6 +75,23 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "raytpu:slices": [{"name": "big", "tpu": "v5p-32", "autoscaling": {"min": 0, "max": 2}}],
         "raytpu:kuberay": {"mode": "gke-addon"},
     },
+}
+
+# The shared RayCluster's (minReplicas, replicas, maxReplicas) per slice group of the samples
+# and the stack files, worked out from their config by hand: a fixed group is count..count;
+# an elastic one starts with count (clamped into min..max) and may scale to its pools less
+# the teams' nominal quotas and the raytpu:jobs clusters' slices.
+REPLICAS: dict[str, tuple[int, int, int]] = {
+    "train": (1, 1, 1),         # v4-fixed
+    "pod16": (0, 1, 3),         # v5e-elastic: 0..3, count 1
+    "single8": (1, 1, 1),
+    "v6-16": (2, 2, 2),         # v6e-ilb: count 2
+    "v6-8": (1, 1, 4),          # 1..4, count 1
+    "big": (0, 1, 2),           # v5p-addon: 0..2
+    "v5e-4": (1, 1, 1),         # dev
+    "v4-16": (1, 1, 1),         # staging
+    "v5e-16": (0, 1, 2),        # prod: 6 pools less the teams' 2 + 2
+    "v5e-8-eval": (1, 1, 1),
 }
 
 
@@ -287,12 +303,12 @@ def semantic_problems(
             t["spec"].get("tolerations") or []
         ):
             problems.append(f"{g}: no toleration for the google.com/tpu taint")
-        # The shared cluster may hold the group's pools less the teams' nominal quotas.
-        want = (s.min_slices, s.initial_slices,
-                shared_max_slices(cfg, s) if s.autoscaling else s.max_slices)
+        want = REPLICAS.get(g)
         got = (w.get("minReplicas", 0), w.get("replicas", 0), w.get("maxReplicas"))
-        if got != want:
-            problems.append(f"{g}: min/replicas/max {got} != slices {want}")
+        if want is None:
+            problems.append(f"{g}: no expected min/replicas/max in ray_support.REPLICAS")
+        elif got != want:
+            problems.append(f"{g}: min/replicas/max {got} != {want}")
         host = f"{g}-{s.max_slices - 1}-{hosts - 1}"
         pod = f"{name}-{g}-worker-xxxxx"
         if len(host) > 63 or len(pod) > 63 or not _DNS.match(g):

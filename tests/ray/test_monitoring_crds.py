@@ -141,3 +141,8 @@ def test_missing_gmp_crds_skip_with_instructions_or_fail_when_required(
     monkeypatch.setenv("RAYTPU_REQUIRE_CRDS", "1")
     with pytest.raises(pytest.fail.Exception):
         require_gmp_crds()
+
+
+# Reads the reference data beside the checkout (../shared/ref): deselected by name where it is
+# absent (-m "not ref", .github/workflows/preview.yml; docs/tests-in-ci.md).
+pytestmark = pytest.mark.ref

@@ -91,6 +91,7 @@ def _worker(obj: dict[str, Any]) -> dict[str, Any]:
         (lambda o: _worker(o)["template"]["spec"]["nodeSelector"].update(
             {"cloud.google.com/gke-tpu-topology": "2x2x4"}), "nodeSelector"),
         (lambda o: o["metadata"].update(name="r" * 60), "-headless"),
+        (lambda o: _worker(o).update(maxReplicas=2), "min/replicas/max (1, 1, 2) != (1, 1, 1)"),
     ],
 )
 def test_semantic_rules_catch_broken_clusters(

@@ -264,6 +264,58 @@ def test_jobs_teams_and_the_shared_cluster_beyond_the_pools_are_refused_once() -
         "no pool free. Raise autoscaling.max to at least 4"]
 
 
+def test_quotas_over_the_pools_with_jobs_on_the_group_are_refused_once() -> None:
+    """The teams' quotas alone overflow pod16 (3 + the shared cluster's 1 > 3 pools) and two
+    jobs run there too: one problem, at the first job, with every number (the teams-only
+    check leaves a group with jobs to it)."""
+    jobs = [{"name": "a", "sliceGroup": "pod16"}, {"name": "b", "sliceGroup": "pod16"}]
+    teams = [{"name": "team-a", "members": ["user:a@example.com"], "quota": {"pod16": 3}}]
+    assert _problems(jobs, slices=JOB_SLICES, teams=teams) == [
+        "raytpu:jobs[0].slices: the raytpu:jobs clusters on 'pod16' hold 2 slice(s) and the "
+        "teams' nominal quotas 3, with the 1 the shared RayCluster starts with more than the "
+        "group's 3 node pools (raytpu:slices[0].autoscaling.max): a job's cluster could find "
+        "no pool free. Raise autoscaling.max to at least 6"]
+
+
+# A group that starts with 2 slices: a job that names no slices holds 2 of its pools.
+COUNT2 = [{"name": "pod16", "tpu": "v5litepod-16", "count": 2}, JOB_SLICES[1]]
+
+
+def test_a_job_without_slices_holds_its_groups_count() -> None:
+    from raytpu.program.ray_cluster_config import worker_groups
+
+    slices = [{**COUNT2[0], "autoscaling": {"min": 0, "max": 5}}, COUNT2[1]]
+    raw = {**SAMPLES["v5e-elastic"], "raytpu:slices": slices,
+           "raytpu:jobs": [{"name": "a", "sliceGroup": "pod16"}]}
+    cfg = parse_stack_config("dev", raw)
+    # 5 pools less the job's 2: the shared cluster may scale to 3.
+    shared = {g.name: g.max_slices for g in worker_groups(cfg)}
+    assert shared == {"pod16": 3, "single8": 2}
+    # 4 pools: the job's 2 and the shared cluster's 2 fill them; a second job overflows.
+    slices[0]["autoscaling"] = {"min": 0, "max": 4}
+    raw["raytpu:jobs"] = [{"name": "a", "sliceGroup": "pod16"},
+                          {"name": "b", "sliceGroup": "pod16"}]
+    assert _problems(raw["raytpu:jobs"], slices=slices) == [
+        "raytpu:jobs[0].slices: the raytpu:jobs clusters on 'pod16' hold 4 slice(s) and the "
+        "teams' nominal quotas 0, with the 2 the shared RayCluster starts with more than the "
+        "group's 4 node pools (raytpu:slices[0].autoscaling.max): a job's cluster could find "
+        "no pool free. Raise autoscaling.max to at least 6"]
+
+
+def test_a_job_on_a_fixed_group_of_two_is_told_the_max_that_fits() -> None:
+    """The job holds the group's 2 slices and the shared cluster its 2: max 4, which is
+    then accepted."""
+    assert _problems([{"name": "a", "sliceGroup": "pod16"}], slices=COUNT2) == [
+        "raytpu:jobs[0].sliceGroup: 'pod16' is a fixed group (raytpu:slices[0].count: 2, "
+        "no autoscaling): the shared RayCluster (raytpu:ray) always holds all its 2 node "
+        "pool(s), so the job's own RayCluster would wait for them forever. Make the group "
+        "elastic (raytpu:slices[0].autoscaling: {min: 0, max: 4})"]
+    fixed = [{**COUNT2[0], "autoscaling": {"min": 0, "max": 4}}, COUNT2[1]]
+    raw = {**SAMPLES["v5e-elastic"], "raytpu:slices": fixed,
+           "raytpu:jobs": [{"name": "a", "sliceGroup": "pod16"}]}
+    assert [j.name for j in parse_stack_config("dev", raw).jobs] == ["a"]
+
+
 def test_the_shared_cluster_leaves_the_jobs_their_slices() -> None:
     from raytpu.program.ray_cluster_config import worker_groups
 

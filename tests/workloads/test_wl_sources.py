@@ -158,3 +158,46 @@ def test_a_listing_error_surfaces_instead_of_falling_back_to_text(
     monkeypatch.setattr(MemoryFileSystem, "find", find_refused_once)
     with pytest.raises(DataError, match=r"cannot list 'memory://bucket/shards': 403 Forbidden"):
         load_tokens(f"{memory_bucket}/shards", tokenizer, vocab_size=256)
+
+
+def test_a_nul_byte_anywhere_in_the_sniffed_head_makes_a_file_binary(tmp_path: Path) -> None:
+    """The whole first 8 KiB is looked at: a binary format whose first NUL comes late (a
+    header of printable bytes) is not trained on as text."""
+    path = tmp_path / "late.bin"
+    path.write_bytes(b"A" * 8191 + b"\x00" + b"A" * 100)
+    with pytest.raises(DataError, match=r"late\.bin' is neither text \(it has NUL bytes\)"):
+        resolve(str(path))
+
+
+def test_a_refused_listing_is_not_taken_for_an_empty_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """fsspec's own walk (filesystems that list folder by folder) returns nothing for a
+    folder it cannot list unless told to raise: a 403 would read as "no shards, no text"
+    (or, on a bucket with text beside the shards, as text). The folder's listing itself is
+    refused here; fsspec 2026.9's walk does not pass ``on_error`` down to subfolders."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    np.save(tmp_path / "a.npy", np.array([1, 2], dtype=np.int32))
+    root = str(tmp_path)
+
+    def ls_refused(self: LocalFileSystem, path: str, *a: object, **kw: object) -> object:
+        raise PermissionError(f"403 Forbidden: {path}")
+
+    monkeypatch.setattr(LocalFileSystem, "ls", ls_refused)
+    with pytest.raises(DataError, match=rf"cannot list '{root}': 403 Forbidden"):
+        resolve(root)
+
+
+@pytest.mark.parametrize("method", ["exists", "isfile", "isdir"])
+def test_a_refused_lookup_of_the_path_is_named(
+    monkeypatch: pytest.MonkeyPatch, memory_bucket: str, method: str
+) -> None:
+    def refused(self: MemoryFileSystem, path: str, *a: object, **kw: object) -> object:
+        raise PermissionError(f"403 Forbidden: {path}")
+
+    with monkeypatch.context() as m:  # undone before the bucket is removed
+        m.setattr(MemoryFileSystem, method, refused)
+        with pytest.raises(DataError,
+                           match=r"cannot read 'memory://bucket/text': 403 Forbidden"):
+            resolve(f"{memory_bucket}/text")
