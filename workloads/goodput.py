@@ -13,7 +13,8 @@ the event's end>, ...}``. Events with a duration carry ``seconds`` (the interval
 - ``first_step`` (``attempt``, ``step``, ``seconds``): the attempt's first step, compile
   included.
 - ``step`` (``step``, ``seconds``, ``attempt``): one training step done.
-- ``checkpoint_save`` / ``checkpoint_restore`` (``step``, ``bytes``, ``seconds``).
+- ``checkpoint_save`` / ``checkpoint_restore`` (``step``, ``bytes``, ``seconds``; a save
+  may say ``every``: the configured steps between saves).
 - ``failure`` (``incident``: host | head | preemption | other; ``step``: the last step the
   driver saw): the failure was detected.
 - ``resume`` (``attempt``, ``step``: the first step the attempt trains).
@@ -149,7 +150,7 @@ class Goodput:
     checkpoint_saves: int = 0
     checkpoint_save_s: float = 0.0  # mean seconds per save
     checkpoint_bytes: int = 0  # of the last save
-    checkpoint_every: int = 0  # steps between saves (the median spacing)
+    checkpoint_every: int = 0  # the configured steps between saves, else their spacing
     median_step_s: float = 0.0
     running: bool = False  # no job_end yet: goodput so far
 
@@ -422,7 +423,8 @@ def compute(events: Iterable[Mapping[str, Any]], *, now: float | None = None) ->
         checkpoint_save_s=(sum(_number(e, "seconds") for e in saves) / len(saves)
                            if saves else 0.0),
         checkpoint_bytes=int(saves[-1].get("bytes", 0)) if saves else 0,
-        checkpoint_every=_spacing([int(_number(e, "step")) for e in saves]),
+        checkpoint_every=(int(saves[-1]["every"]) if saves and "every" in saves[-1]
+                          else _spacing([int(_number(e, "step")) for e in saves])),
         median_step_s=median,
         running=running,
     )
