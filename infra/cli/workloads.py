@@ -218,6 +218,11 @@ def register(app: typer.Typer) -> None:
         )
         if report.kill_to_resume_s is not None:
             line += f"; host kill -> first resumed step {report.kill_to_resume_s:.1f}s"
+        from raytpu.cli.goodput import goodput_summary
+
+        accounted = goodput_summary(f"{opts.storage_path}/{opts.run_name}")
+        if accounted is not None:
+            print(accounted)
         print(line)
 
     @app.command(context_settings=CONTEXT)
