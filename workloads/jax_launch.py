@@ -14,6 +14,7 @@ the other hosts through a JAX collective.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ class JaxRayHooks(RayHooks):
 
 def ray_jax_loop(config: dict[str, Any]) -> None:
     """Ray Train entry point on each host (jax.distributed is initialised already)."""
+    began = time.time()  # jax itself was imported by the backend, before this
     import jax
 
     from .jax_trainer import train_jax
@@ -73,4 +75,5 @@ def ray_jax_loop(config: dict[str, Any]) -> None:
                              seq_len=cfg.model.seq_len, framework="jax",
                              processes=jax.process_count(), global_devices=len(jax.devices()))
     place = HostPlace(data_index=index, num_hosts=world, rank=index)
-    train_jax(cfg, JaxRayHooks(config["sink"], index), place, basis)
+    hooks = JaxRayHooks(config["sink"], index, config.get("run_dir"), (began, time.time()))
+    train_jax(cfg, hooks, place, basis)

@@ -27,7 +27,7 @@ from raytpu.spec.presets import LlamaConfig
 from raytpu.spec.training import TrainConfig
 
 from .data import ShardedBatches
-from .loop import Hooks, HostPlace, hold
+from .loop import Hooks, HostPlace, hold, record_restore, record_steps, state_bytes
 from .metrics import MfuBasis, step_record
 from .schedule import lr_at
 from .sharding import BATCH_AXES
@@ -119,7 +119,9 @@ def train_jax(cfg: TrainConfig, hooks: Hooks, place: HostPlace, basis: MfuBasis,
     mesh = jm.make_mesh(cfg.slices)
     shards = jm.shardings(arch, mesh, cfg.use_fsdp)
     replicated = NamedSharding(mesh, P())
+    restore_t0 = time.perf_counter()
     state = hooks.restore()
+    record_restore(hooks, state, attempt=attempt, started=restore_t0)
     if state is not None:
         params = _place(state["params"], shards)
         opt = {m: _place(state["opt"][m], shards) for m in ("m", "v")}
@@ -159,6 +161,8 @@ def train_jax(cfg: TrainConfig, hooks: Hooks, place: HostPlace, basis: MfuBasis,
         per_step = (now - last) / len(window)
         last = now
         if place.rank == 0:
+            record_steps(hooks, [s for s, _, _ in window], attempt=attempt,
+                         per_step_s=per_step, first=start)
             hooks.publish([
                 step_record(step=s, loss=loss, tokens=tokens_per_step, step_time_s=per_step,
                             lr=lr, attempt=attempt, basis=basis)
@@ -177,10 +181,13 @@ def train_jax(cfg: TrainConfig, hooks: Hooks, place: HostPlace, basis: MfuBasis,
             flush_window()
             if place.rank == 0:
                 hooks.flush()
+            save_t0 = time.perf_counter()
             host = multihost_utils.process_allgather({"params": params, "opt": opt},
                                                      tiled=True)  # every host: a collective
             snapshot = {"step": step, **host} if place.rank == 0 else None
             hooks.save(step, snapshot, {"step": step})
+            hooks.goodput("checkpoint_save", step=step, seconds=time.perf_counter() - save_t0,
+                          bytes=state_bytes(snapshot), every=cfg.checkpoint_every)
         if step == cfg.fail_host_at_step and first_attempt and step < cfg.steps:
             hooks.settle()
             flush_window()

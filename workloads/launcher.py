@@ -31,6 +31,7 @@ from raytpu.spec.training import LaunchOptions, TrainConfig, from_argv
 from .gang import TpuGlooConfig as TpuGlooConfig
 from .gang import fit_on_slices
 from .gang import slice_ids as slice_ids
+from .goodput_log import GoodputLog, run_folder
 from .metrics import MetricsSink, MetricsWriter, ProgressFile
 from .ray_hooks import RayHooks
 from .resident import NAMESPACE, HostsCallback, fit_resident
@@ -44,15 +45,41 @@ PROGRESS_WRITE_S = 5.0
 
 def ray_train_loop(config: dict[str, Any]) -> None:
     """Ray Train entry point on each host."""
-    from .trainer import train_host
+    began = time.time()
+    from .trainer import train_host  # torch, torch_xla: most of a new process's start
 
     ctx = ray.train.get_context()
     rank = ctx.get_world_rank()
     train_host(TrainConfig.from_dict(config["train"]), rank, ctx.get_world_size(),
-               RayHooks(config["sink"], rank))
+               RayHooks(config["sink"], rank, config.get("run_dir"), (began, time.time())))
 
 
 # -- the driver ----------------------------------------------------------------------------
+
+
+class Recomputed:
+    """Records a goodput ``steps_recomputed`` event for each attempt's retrained steps
+    (the sink flags them), when the attempt's first non-retrained step arrives."""
+
+    def __init__(self, log: GoodputLog) -> None:
+        self._log = log
+        self._open: dict[int, list[int]] = {}
+        self._done: set[int] = set()
+
+    def note(self, records: list[dict[str, Any]]) -> None:
+        for rec in records:
+            attempt = int(rec["attempt"])
+            if attempt in self._done:
+                continue
+            if rec.get("retrained"):
+                span = self._open.setdefault(attempt, [rec["step"], rec["step"]])
+                span[1] = max(span[1], rec["step"])
+            else:
+                self._done.add(attempt)
+                if attempt in self._open:
+                    first, last = self._open.pop(attempt)
+                    self._log.record("steps_recomputed", attempt=attempt, first=first,
+                                     last=last)
 
 
 @dataclass
@@ -83,7 +110,11 @@ def launch(
     """
     t0 = time.perf_counter()
     shape = cfg.shape()
-    progress_file = ProgressFile(f"{opts.storage_path.rstrip('/')}/{opts.run_name}")
+    run_dir = run_folder(opts.storage_path, opts.run_name)
+    goodput = GoodputLog(run_dir, "driver")
+    goodput.record("job_start")
+    goodput.flush()  # a driver lost before its first flush still started the job
+    progress_file = ProgressFile(run_dir)
     before = progress_file.read()
     here = ray.get_runtime_context().get_node_id()
     sink: Any = (
@@ -105,6 +136,7 @@ def launch(
 
     stop = threading.Event()
     errors: list[BaseException] = []
+    recomputed = Recomputed(goodput)
 
     def pump() -> None:
         last_write = 0.0
@@ -114,6 +146,7 @@ def launch(
                 records, events = ray.get(sink.drain.remote())
                 if records:
                     writer.write(records)
+                    recomputed.note(records)
                 if on_progress is not None and (records or events):
                     on_progress(records, events)
                 if done or time.monotonic() - last_write > PROGRESS_WRITE_S:
@@ -132,11 +165,13 @@ def launch(
         if opts.resident:
             fit_resident(cfg, opts, sink, on_hosts=on_hosts)
         else:
-            fit_on_slices(loop, {"train": cfg.to_dict(), "sink": sink}, cfg, opts,
-                          jax=cfg.framework == "jax")
+            fit_on_slices(loop, {"train": cfg.to_dict(), "sink": sink, "run_dir": run_dir},
+                          cfg, opts, jax=cfg.framework == "jax")
     finally:
         stop.set()
         pump_thread.join(timeout=30)
+        goodput.record("job_end")
+        goodput.flush()
         if own_writer:
             writer.close()
         ray.kill(sink)

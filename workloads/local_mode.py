@@ -18,6 +18,8 @@ from typing import IO, TYPE_CHECKING, Any
 from raytpu.facts.catalog import slice_shape
 from raytpu.spec.training import LaunchOptions, TrainConfig
 
+from .goodput_log import GoodputLog, run_folder
+
 if TYPE_CHECKING:
     from .command import CommandResult
 from .local_cluster import LocalSlices, SimHost
@@ -41,6 +43,7 @@ class HostKiller:
     resumed_at: float | None = None
     killed_attempt: int | None = None
     error: BaseException | None = None
+    goodput: GoodputLog | None = None  # where the kill is recorded as a host incident
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     def __call__(self, records: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
@@ -71,6 +74,10 @@ class HostKiller:
             self.writer.note(f"step {self.at_step}: killing simulated host {self.host.name}")
             self.killed_at = time.time()
             self.cluster.kill_host(self.host)
+            if self.goodput is not None:
+                self.goodput.record("failure", t=self.killed_at, incident="host",
+                                    step=self.at_step)
+                self.goodput.flush()
             self.cluster.replace_host(self.host)
             self.replaced_at = time.time()
             self.writer.note(
@@ -137,7 +144,9 @@ def run_local(
             )
             if cfg.fail_host_at_step is not None:
                 # The last host: not worker 0, so the slice's head resource survives too.
-                killer = HostKiller(cluster, cluster.hosts[-1], cfg.fail_host_at_step, writer)
+                log = GoodputLog(run_folder(opts.storage_path, opts.run_name), "rehearsal")
+                killer = HostKiller(cluster, cluster.hosts[-1], cfg.fail_host_at_step, writer,
+                                    goodput=log)
             result = launch(cfg, opts, on_progress=killer, writer=writer)
             if killer is not None:
                 killer.join()

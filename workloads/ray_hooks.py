@@ -14,15 +14,27 @@ import ray
 import ray.train
 from ray.train import Checkpoint, CheckpointConsistencyMode
 
+from .goodput_log import GoodputLog
+
 PUBLISH_S = 0.5  # rank 0: push step records this often
 
 
 class RayHooks:
-    """Trainer hooks backed by Ray Train checkpoints and the driver's metrics sink."""
+    """Trainer hooks backed by Ray Train checkpoints and the driver's metrics sink.
 
-    def __init__(self, sink: Any, rank: int) -> None:
+    Rank 0 writes the goodput events to ``run_dir`` (the run's checkpoint folder); the
+    process's start and the end of its imports (``started``, ``time.time()`` values) are
+    recorded once the attempt has its number.
+    """
+
+    def __init__(self, sink: Any, rank: int, run_dir: str | None = None,
+                 started: tuple[float, float] | None = None) -> None:
         self._sink = sink
         self._rank = rank
+        self._goodput: GoodputLog | None = None
+        if run_dir is not None and rank == 0:
+            self._goodput = GoodputLog(run_dir, f"host{rank}")
+        self._started = started
         self._pending: list[Any] = []
         self._buffer: list[dict[str, Any]] = []
         self._last_send = 0.0
@@ -51,6 +63,10 @@ class RayHooks:
         mine = ray.get(self._sink.begin_attempt.remote()) if self._rank == 0 else None
         attempt, first = self._broadcast(mine)  # one number for the whole worker group
         self._attempt = int(attempt)
+        if self._started is not None:
+            began, imported = self._started
+            self.goodput("group_start", t=began, attempt=self._attempt)
+            self.goodput("imports_done", t=imported, attempt=self._attempt)
         return self._attempt, bool(first)
 
     def restore(self) -> dict[str, Any] | None:
@@ -92,6 +108,12 @@ class RayHooks:
         self._send()
         ray.get(self._pending)
         self._pending.clear()
+        if self._goodput is not None:
+            self._goodput.flush()
+
+    def goodput(self, event: str, **fields: Any) -> None:
+        if self._goodput is not None:
+            self._goodput.record(event, **fields)
 
     def holding(self, step: int) -> None:
         if self._rank == 0:

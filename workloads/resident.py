@@ -134,8 +134,9 @@ class ResidentHooks(RayHooks):
     """:class:`RayHooks` without Ray Train: checkpoints in the run's folder, and a stop
     that every host takes at the same checkpoint once a newer driver asks for it."""
 
-    def __init__(self, sink: Any, rank: int, run_dir: str, stop: threading.Event) -> None:
-        super().__init__(sink, rank)
+    def __init__(self, sink: Any, rank: int, run_dir: str, stop: threading.Event,
+                 started: tuple[float, float] | None = None) -> None:
+        super().__init__(sink, rank, run_dir, started)
         self._run_dir = run_dir
         self._stop = stop
 
@@ -228,11 +229,12 @@ class ResidentHost:
     def run(self, train: dict[str, Any], sink: Any, run_dir: str) -> None:
         """Train from the run's latest checkpoint to the end; waits for a superseded run
         to stop first."""
-        from .trainer import train_host
+        began = time.time()
+        from .trainer import train_host  # imported already, but for the first run
 
         with self._lock:
             self._stop = threading.Event()
-            hooks = ResidentHooks(sink, self.rank, run_dir, self._stop)
+            hooks = ResidentHooks(sink, self.rank, run_dir, self._stop, (began, time.time()))
             train_host(TrainConfig.from_dict(train), self.rank, self.world, hooks)
 
 

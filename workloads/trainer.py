@@ -24,7 +24,7 @@ from raytpu.spec.training import TrainConfig
 
 from .data import ShardedBatches
 from .llama import Llama
-from .loop import Hooks, HostPlace, hold
+from .loop import Hooks, HostPlace, hold, record_restore, record_steps, state_bytes
 from .metrics import MfuBasis, step_record
 from .model import ByteLM
 from .optim import build_optimizer, lr_at, materialize_state, optimizer_step, set_lr
@@ -74,8 +74,10 @@ class StepLogger:
         tokens_per_step: int,
         basis: MfuBasis,
         log_every: int,
+        first_step: int | None = None,
     ) -> None:
         self._hooks = hooks
+        self._first = first_step
         self._report = report
         self._attempt = attempt
         self._tokens = tokens_per_step
@@ -92,6 +94,8 @@ class StepLogger:
         self._last = now
         if not self._report:
             return
+        record_steps(self._hooks, [s for s, _ in steps], attempt=self._attempt,
+                     per_step_s=per_step, first=self._first)
         records = [
             step_record(
                 step=s, loss=loss, tokens=self._tokens, step_time_s=per_step, lr=lr,
@@ -163,7 +167,9 @@ def train(
     attempt, first_attempt = hooks.begin_attempt()
     torch.manual_seed(cfg.seed)  # same initial weights on every host
     model = build_model(cfg)
+    restore_t0 = time.perf_counter()
     state = hooks.restore()
+    record_restore(hooks, state, attempt=attempt, started=restore_t0)
     start = 1
     if state is not None:
         model.load_state_dict(state["model"])
@@ -191,6 +197,7 @@ def train(
         tokens_per_step=batches.global_batch * cfg.model.seq_len,
         basis=basis,
         log_every=cfg.log_every,
+        first_step=start,
     )
     for step in range(start, cfg.steps + 1):
         batch = par.to_device(batches.batch(step, place.data_index))
@@ -210,6 +217,7 @@ def train(
 
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             logger.flush(par)
+            save_t0 = time.perf_counter()
             snapshot = None
             # Sharded weights are gathered by a program every host must run.
             if place.rank == 0 or par.sharded:
@@ -219,6 +227,8 @@ def train(
                     "optim": _to_cpu(optimizer.state_dict()),
                 }
             hooks.save(step, snapshot if place.rank == 0 else None, {"step": step})
+            hooks.goodput("checkpoint_save", step=step, seconds=time.perf_counter() - save_t0,
+                          bytes=state_bytes(snapshot), every=cfg.checkpoint_every)
         if step == cfg.fail_host_at_step and first_attempt and step < cfg.steps:
             # The rehearsed preemption strikes after step K with every checkpoint so far
             # registered, so which steps get retrained does not depend on timing.

@@ -30,6 +30,7 @@ from typing import Annotated, Any
 
 import typer
 from raytpu.cli.fleet import cost_command, status_command
+from raytpu.cli.goodput import goodput_command
 from raytpu.cli.options import StackOpt, StacksDirOpt
 from raytpu.cli.rehearse import rehearse_command
 from raytpu.cli.workloads import register as register_workload_commands
@@ -177,12 +178,13 @@ register_workload_commands(app)
 app.command("cost")(cost_command)
 app.command("status")(status_command)
 app.command("rehearse")(rehearse_command)
+app.command("goodput")(goodput_command)
 
 
 # Commands done in a second or two run without the cyclic garbage collector, which otherwise
 # walks the SDKs' few hundred thousand objects again and again as a plan allocates (more
 # often, the more resources); their garbage is freed at exit. Not the long-running ones.
-SHORT_COMMANDS = frozenset({"plan", "manifests", "cost", "status", "catalog"})
+SHORT_COMMANDS = frozenset({"plan", "manifests", "cost", "status", "catalog", "goodput"})
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ from raytpu.cli.own_code import (
     trainer_flags_given,
 )
 from raytpu.cli.own_code import register as register_own_code
+from raytpu.spec.checkpoint_interval import DEFAULT_MTBF_HOURS
 from raytpu.spec.train_options import BadFlags, build_config
 from raytpu.spec.training import LaunchOptions, ModelConfig, OptimConfig, TrainConfig
 
@@ -218,6 +219,11 @@ def register(app: typer.Typer) -> None:
         )
         if report.kill_to_resume_s is not None:
             line += f"; host kill -> first resumed step {report.kill_to_resume_s:.1f}s"
+        from raytpu.cli.goodput import goodput_summary
+
+        accounted = goodput_summary(f"{opts.storage_path}/{opts.run_name}")
+        if accounted is not None:
+            print(accounted)
         print(line)
 
     @app.command(context_settings=CONTEXT)
@@ -265,6 +271,10 @@ def register(app: typer.Typer) -> None:
             help="Train on hosts that outlive the job's driver, so a resubmission after a "
                  "lost head takes them over (default: on where the stack has "
                  "raytpu:ray.gcsFaultTolerance; not with --team or a command)")] = None,
+        mtbf_hours: Annotated[float | None, typer.Option(
+            "--mtbf-hours", help="Expected hours between the job's failures, for the "
+                                 "checkpoint interval --dry-run shows (Young/Daly; default "
+                                 f"{DEFAULT_MTBF_HOURS:g})")] = None,
         command: CommandArg = None,
     ) -> None:
         """Submit the trainer, or your own command after `--` (one process per TPU host),
@@ -321,6 +331,7 @@ def register(app: typer.Typer) -> None:
                 stack=stack, stacks_dir=stacks_dir, slice_group=slice_group, slices=slices,
                 address=address, run_name=run_name, max_failures=max_failures,
                 trainer={**trainer, "log_every": log_every}, resident=resident,
+                mtbf_hours=mtbf_hours,
             )
         except DoesNotFit as e:
             if dry_run:  # the numbers as JSON too, then the refusal

@@ -53,9 +53,19 @@ def job_fit(cfg: StackConfig, job: JobConfig) -> dict[str, Any]:
 
 def job_fits(cfg: StackConfig) -> list[dict[str, Any]]:
     """``raytpu plan --json``'s ``jobs``: per ``raytpu:jobs`` entry its ``name``,
-    ``slice_group`` and ``fit`` (:func:`job_fit`), in the stack's order."""
-    return [{"name": job.name, "slice_group": job.slice_group, "fit": job_fit(cfg, job)}
-            for job in cfg.jobs]
+    ``slice_group``, ``fit`` (:func:`job_fit`) and ``checkpoint_interval`` (the configured
+    one beside Young/Daly's, :mod:`raytpu.spec.checkpoint_interval`), in the stack's
+    order."""
+    from raytpu.spec.checkpoint_interval import estimate_for
+
+    out = []
+    for job in cfg.jobs:
+        fit = job_fit(cfg, job)
+        train, _ = train_config(cfg, job)
+        interval = estimate_for(train, fit, job.mtbf_hours).to_dict()
+        out.append({"name": job.name, "slice_group": job.slice_group, "fit": fit,
+                    "checkpoint_interval": interval})
+    return out
 
 
 def job_problems(cfg: StackConfig) -> list[str]:

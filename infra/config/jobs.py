@@ -67,6 +67,10 @@ class JobConfig(ConfigModel):
     """Slices of that group for the job (multislice above 1); default: the entry's count."""
     train: TrainOptions = TrainOptions()
     """The trainer's options."""
+    mtbf_hours: float | None = Field(None, gt=0)
+    """The expected hours between the job's failures, for the checkpoint interval the plan
+    shows beside ``train.checkpointEvery`` (Young/Daly); default
+    :data:`raytpu.spec.checkpoint_interval.DEFAULT_MTBF_HOURS`, a day."""
     shutdown_after_job_finishes: bool = True
     """Delete the job's RayCluster when the job ends (its TPU slices go back to zero)."""
     ttl_seconds_after_finished: int | None = Field(None, ge=0)

@@ -11,6 +11,7 @@ command's adds its working directory and requirements.
 from __future__ import annotations
 
 import contextlib
+import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +141,7 @@ def build_submission(
     command: Any = None,
     on_shared_cluster: bool = True,
     resident: bool | None = None,
+    mtbf_hours: float | None = None,
 ) -> Submission:
     """Validate flags against the stack and assemble the job. Raises :class:`BadFlags`.
     ``storage_path``: where checkpoints go (default the stack's; a team's own for --team).
@@ -148,7 +150,11 @@ def build_submission(
     ``on_shared_cluster``: the job runs on the stack's RayCluster (a team's RayJob brings its
     own cluster, bounded by the team's quota instead). ``resident``: train on the launcher's
     ``--resident`` hosts, which a run resubmitted after a lost head takes over; None: where
-    the stack's RayCluster keeps its GCS in Redis (``raytpu:ray.gcsFaultTolerance``)."""
+    the stack's RayCluster keeps its GCS in Redis (``raytpu:ray.gcsFaultTolerance``).
+    ``mtbf_hours``: the expected time between the job's failures, for the checkpoint
+    interval shown beside the configured one (default a day)."""
+    if mtbf_hours is not None and not (math.isfinite(mtbf_hours) and mtbf_hours > 0):
+        raise BadFlags([f"--mtbf-hours: {mtbf_hours} must be a positive number of hours"])
     cfg = load_stack(stack, stacks_dir)
     group, n_slices = slice_group_of(cfg, slice_group, slices,
                                      on_shared_cluster=on_shared_cluster)
@@ -186,12 +192,16 @@ def build_submission(
                              "resident": resident}
     refusal = None
     if command is None:
+        from raytpu.spec.checkpoint_interval import estimate_for
         from raytpu.spec.memory_fit import check_run
 
         # Bytes per chip and FLOPs per step of this model on this slice, before anything
         # is contacted; a job that cannot fit is refused (a user's own command is not ours
         # to size). The way out is searched among the shapes offered in the stack's zone.
         extra["fit"], refusal = check_run(train_cfg, shape, zone=cfg.zone)
+        # The configured checkpoint interval beside the one that maximises goodput.
+        extra["checkpoint_interval"] = estimate_for(train_cfg, extra["fit"],
+                                                    mtbf_hours).to_dict()
         env: dict[str, Any] = {"env_vars": dict(RUNTIME_ENV_VARS)}
     else:
         from raytpu.operations.own_code import runtime_env

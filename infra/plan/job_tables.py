@@ -9,16 +9,21 @@ from typing import TYPE_CHECKING, Any
 
 from raytpu.config.job_rules import job_fits
 from raytpu.plan.tables import PlanTable
+from raytpu.spec.checkpoint_interval import (
+    ASSUMED_MFU,
+    DEFAULT_MTBF_HOURS,
+    WRITE_BYTES_PER_S,
+)
 from raytpu.spec.memory_fit import gib, shape_name
 
 if TYPE_CHECKING:
     from raytpu.plan.engine import PlanResult
 
 COLUMNS = ["job", "slices", "batch/host x context", "bytes per chip", "usable HBM per chip",
-           "fits", "smallest that fits"]
+           "fits", "smallest that fits", "checkpoint every (Young/Daly)"]
 
 
-def _row(name: str, fit: dict[str, Any]) -> list[str]:
+def _row(name: str, fit: dict[str, Any], interval: dict[str, Any]) -> list[str]:
     per_chip = fit["bytes_per_chip"]["total"]
     usable = int(fit["hbm_per_chip"] * fit["usable_fraction"])
     return [
@@ -30,6 +35,7 @@ def _row(name: str, fit: dict[str, Any]) -> list[str]:
         f"{gib(usable)} of {gib(fit['hbm_per_chip'])}",
         "yes" if fit["fits"] else "no",
         fit["smallest_fitting"] or "none",
+        f"{interval['configured_steps']} ({interval['young_daly_steps']})",
     ]
 
 
@@ -51,5 +57,12 @@ def job_tables(result: PlanResult) -> list[PlanTable]:
                  f"{round(100 * jobs[0]['fit']['usable_fraction'])} % of HBM is planned for; "
                  f"smallest that fits: the fewest chips of any TPU offered in zone "
                  f"{result.config.zone}, at the job's slice count")
+    notes.append("checkpoint every: the job's train.checkpointEvery steps and, in brackets, "
+                 "Young/Daly's sqrt(2 x save cost x MTBF) in steps, from an estimated save "
+                 "(the checkpoint's bytes at "
+                 f"{WRITE_BYTES_PER_S / 2**20:.0f} MiB/s) and step ({ASSUMED_MFU:.0%} MFU) "
+                 "and the job's mtbfHours (default "
+                 f"{DEFAULT_MTBF_HOURS:g} h); raytpu goodput gives the measured ones")
     return [PlanTable("Jobs (raytpu:jobs RayJobs: fit per chip)", COLUMNS,
-                      [_row(j["name"], j["fit"]) for j in jobs], notes)]
+                      [_row(j["name"], j["fit"], j["checkpoint_interval"]) for j in jobs],
+                      notes)]

@@ -17,7 +17,7 @@ from raytpu.plan.engine import PlanResult
 from raytpu.plan.job_tables import job_tables
 from raytpu.plan.render import render_plan
 from raytpu.spec.memory_fit import gib
-from raytpu.spec.train_options import trainer_defaults
+from raytpu.spec.train_options import BadFlags, trainer_defaults
 from rich.console import Console
 
 # A byte GPT of ~9.7 B parameters, replicated on each chip (no preset: no FSDP), cannot fit a
@@ -25,7 +25,7 @@ from rich.console import Console
 HUGE = {"nLayers": 48, "dModel": 4096, "nHeads": 32, "batchPerHost": 1, "seqLen": 512}
 SMALL = {"nLayers": 4, "dModel": 256, "nHeads": 8, "batchPerHost": 8, "seqLen": 1024}
 JOBS = [
-    {"name": "small", "sliceGroup": "pod16", "slices": 2, "train": SMALL},
+    {"name": "small", "sliceGroup": "pod16", "slices": 2, "train": SMALL, "mtbfHours": 4},
     {"name": "huge", "sliceGroup": "single8", "train": HUGE},
 ]
 # The jobs' clusters hold slices outside the shared RayCluster: their groups are elastic,
@@ -46,8 +46,9 @@ def plan() -> PlanResult:
 
 
 def _submit_fit(tmp_path: Path, group: str, slices: int | None, train: dict[str, Any],
-                ) -> dict[str, Any]:
-    """``raytpu submit --dry-run``'s ``fit`` for the same trainer on the same slice group."""
+                key: str = "fit", mtbf_hours: float | None = None) -> dict[str, Any]:
+    """``raytpu submit --dry-run``'s ``fit`` (or ``key``) for the same trainer on the same
+    slice group."""
     stacks = tmp_path / "stacks"
     stacks.mkdir(exist_ok=True)
     (stacks / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": RAW}))
@@ -55,10 +56,10 @@ def _submit_fit(tmp_path: Path, group: str, slices: int | None, train: dict[str,
     try:
         sub = build_submission(stack="t", stacks_dir=stacks, slice_group=group, slices=slices,
                                address="http://127.0.0.1:8265", run_name="r", max_failures=0,
-                               trainer=trainer)
+                               trainer=trainer, mtbf_hours=mtbf_hours)
     except DoesNotFit as e:
         sub = e.submission
-    fit: dict[str, Any] = sub.extra["fit"]
+    fit: dict[str, Any] = sub.extra[key]
     return fit
 
 
@@ -97,7 +98,7 @@ def test_the_human_plan_shows_the_table_and_why_a_job_does_not_fit(plan: PlanRes
     assert "Jobs (raytpu:jobs RayJobs: fit per chip)" in text
     (line,) = [ln for ln in text.splitlines() if ln.startswith("huge  ")]  # its grid row
     assert line.split() == " ".join(_rows(plan)["huge"].values()).split()
-    assert line.split()[-7:] == ["13.4", "GiB", "of", "14.9", "GiB", "no", "none"]
+    assert line.split()[-9:-2] == ["13.4", "GiB", "of", "14.9", "GiB", "no", "none"]
     assert "huge does not fit: per chip params " in text
     assert "small does not fit" not in text
 
@@ -110,6 +111,27 @@ def test_plan_json_has_each_jobs_fit(plan: PlanResult, tmp_path: Path) -> None:
     assert jobs["small"]["fit"]["fits"] is True and jobs["small"]["fit"]["slices"] == 2
 
 
+def test_the_job_table_shows_young_dalys_interval_beside_the_configured_one(
+        plan: PlanResult, tmp_path: Path) -> None:
+    jobs = {j["name"]: j for j in json.loads(plan.to_json())["jobs"]}
+    small = jobs["small"]["checkpoint_interval"]
+    # The same estimate as submit's for the same trainer and MTBF (the job's mtbfHours: 4).
+    assert small == _submit_fit(tmp_path, "pod16", 2, SMALL, "checkpoint_interval", 4.0)
+    assert small["mtbf_hours"] == 4.0 and jobs["huge"]["checkpoint_interval"]["mtbf_hours"] == 24
+    assert small["configured_steps"] == trainer_defaults()["checkpoint_every"]
+    assert small["young_daly_overhead"] <= small["configured_overhead"]
+    assert _rows(plan)["small"]["checkpoint every (Young/Daly)"] == (
+        f"{small['configured_steps']} ({small['young_daly_steps']})")
+    # A job that fails more often checkpoints more often.
+    daily = _submit_fit(tmp_path, "pod16", 2, SMALL, "checkpoint_interval")
+    assert daily["young_daly_steps"] > small["young_daly_steps"]
+
+
 def test_a_stack_without_jobs_has_no_job_table(sample_plans: dict[str, PlanResult]) -> None:
     assert job_tables(sample_plans["v5e-elastic"]) == []
     assert sample_plans["v5e-elastic"].to_dict()["jobs"] == []
+
+
+def test_submit_refuses_an_mtbf_that_is_not_positive(tmp_path: Path) -> None:
+    with pytest.raises(BadFlags, match=r"--mtbf-hours: -1.0 must be a positive number"):
+        _submit_fit(tmp_path, "pod16", 2, SMALL, "checkpoint_interval", -1.0)

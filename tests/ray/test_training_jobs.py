@@ -218,6 +218,8 @@ def test_manifests_command_writes_the_rayjobs(tmp_path: Path) -> None:
          "raytpu:jobs[0].backoffLimit"),
         ({"name": "r", "sliceGroup": "pod16", "activeDeadlineSeconds": 0},
          "raytpu:jobs[0].activeDeadlineSeconds"),
+        ({"name": "r", "sliceGroup": "pod16", "mtbfHours": 0},
+         "raytpu:jobs[0].mtbfHours"),
     ],
 )
 def test_bad_jobs_are_refused_with_their_key(job: dict[str, Any], needle: str) -> None:

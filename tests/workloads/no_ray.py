@@ -39,6 +39,7 @@ class InProcessHooks:
     checkpoint_dir: Path | None = None
     rank: int = 0
     records: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
     def begin_attempt(self) -> tuple[int, bool]:
         return 1, True
@@ -71,6 +72,10 @@ class InProcessHooks:
 
     def holding(self, step: int) -> None:
         pass  # nothing kills an in-process run: the hold times out
+
+    def goodput(self, event: str, **fields: Any) -> None:
+        if self.rank == 0:
+            self.events.append({"event": event, "t": fields.pop("t", time.time()), **fields})
 
 
 @dataclass(frozen=True)

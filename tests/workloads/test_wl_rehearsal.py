@@ -21,6 +21,8 @@ import pytest
 pytest.importorskip("ray.train")
 pytest.importorskip("torch_xla")
 
+from raytpu.workloads.goodput import compute
+from raytpu.workloads.goodput_log import read_events
 from raytpu.workloads.processes import marked
 
 pytestmark = pytest.mark.slow
@@ -63,6 +65,15 @@ def test_host_failure_rehearsal_resumes_and_finishes(tmp_path: Path) -> None:
     summary = proc.stdout.strip().splitlines()[-1]
     assert f"done: step {STEPS}/{STEPS}" in summary and "2 attempt(s)" in summary
     assert "host kill -> first resumed step" in summary
+
+    # The run folder's goodput events account for every second and every step.
+    g = compute(read_events(str(tmp_path / "ckpt" / "train")))
+    assert g.productive_steps == STEPS and g.recomputed_steps == 3 and not g.running
+    (incident,) = g.incidents
+    assert (incident.kind, incident.step, incident.lost_steps) == ("host", KILL_AT, 3)
+    assert {"restart", "startup", "restore", "lost"} <= set(incident.by_kind)
+    assert abs(g.accounted_time - g.total_elapsed_time) <= 0.02 * g.total_elapsed_time
+    assert 0 < g.goodput < 1 and f"goodput {g.goodput:.1%}" in proc.stdout
 
     # Every process of the simulated cluster is gone (they all inherited the mark).
     assert marked({"RAYTPU_TEST_MARK": mark}) == []

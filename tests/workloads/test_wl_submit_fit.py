@@ -87,3 +87,17 @@ def test_a_multi_slice_submission_names_its_slices(tmp_path: Path) -> None:
     assert fit["slices"] == 2 and fit["smallest_fitting"] == "2 x v5litepod-32"
     assert err.strip().splitlines()[0].startswith(
         "error: --model 8b: does not fit 2 x v5litepod-8 (2x4): ")
+
+
+def test_the_dry_run_shows_young_dalys_interval_beside_the_configured_one(
+        tmp_path: Path) -> None:
+    code, out, _ = _submit(tmp_path, "big", *EIGHT_B, "--checkpoint-every", "7",
+                           "--mtbf-hours", "6")
+    assert code == 0
+    interval = json.loads(out)["checkpoint_interval"]
+    assert interval["configured_steps"] == 7 and interval["mtbf_hours"] == 6.0
+    assert interval["source"] == "estimate" and interval["save_s"] > 0
+    assert interval["young_daly_overhead"] <= interval["configured_overhead"]
+    (tmp_path / "again").mkdir()
+    code, _, err = _submit(tmp_path / "again", "big", *EIGHT_B, "--mtbf-hours", "0")
+    assert code == 2 and "error: --mtbf-hours: 0.0 must be a positive number" in err
