@@ -309,3 +309,27 @@ def test_no_module_reads_the_components_barrel() -> None:
                     a.name == "components" for a in node.names):
                 readers.append(f"{name}: from raytpu import components")
     assert readers == []
+
+
+def test_every_import_of_ours_names_a_module_that_exists() -> None:
+    """A lazy import of a module that moved (``from .data import X`` left in a module that
+    moved to another package) fails only when that line runs; here it fails at once."""
+    found = modules()
+    known = set(found)
+    broken = []
+    for name, path in found.items():
+        package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{parent}.{base}" if base else parent
+                targets = [base]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            broken += [f"{name}: {t}" for t in targets
+                       if t.split(".")[0] == "raytpu" and t not in known]
+    assert broken == []

@@ -141,6 +141,19 @@ def with_trainer_flags(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
+def _local_data_problem(data: str, tokenizer: str | None) -> str | None:
+    """What the trainer would refuse in ``--data`` here (its own reader, so the words are
+    the ones a run would fail with); None: it reads."""
+    from raytpu.workloads.data import DataError
+    from raytpu.workloads.sources import resolve
+
+    try:
+        resolve(data, tokenizer)
+    except DataError as e:
+        return str(e)
+    return None
+
+
 def register(app: typer.Typer) -> None:
     """Add ``train``, ``submit`` and ``run`` to the CLI."""
     register_own_code(app)
@@ -182,7 +195,8 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = build_config(
                 tpu=tpu, slices=slices, log_every=log_every,
-                fail_host_at_step=fail_host_at_step, **trainer,
+                fail_host_at_step=fail_host_at_step, data_problem=_local_data_problem,
+                **trainer,
             )
         except BadFlags as e:
             problems += e.problems

@@ -7,6 +7,7 @@ stack's RayJobs share one validation without importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,7 @@ def build_config(
     topology: str | None = None,
     machine_type: str | None = None,
     check_data: bool = True,
+    data_problem: Callable[[str, str | None], str | None] | None = None,
     model: str | None = None,
     fsdp: bool | None = None,
     remat: bool = False,
@@ -117,14 +119,12 @@ def build_config(
         problems.append(f"--warmup-steps: {warmup_steps} must not be negative")
     if n_heads > 0 and d_model % n_heads:
         problems.append(f"--d-model: {d_model} is not a multiple of --n-heads {n_heads}")
-    if data is not None and check_data:  # submit: the paths are the cluster's, not ours
-        from .data import DataError
-        from .sources import resolve
-
-        try:
-            resolve(data, tokenizer)
-        except DataError as e:
-            problems.append(f"--data: {e}")
+    # The trainer reads --data (raytpu.workloads.sources): where it runs here, the caller
+    # passes that check; submit checks nothing, the paths are the cluster's, not ours.
+    if data is not None and check_data and data_problem is not None:
+        problem = data_problem(data, tokenizer)
+        if problem:
+            problems.append(f"--data: {problem}")
     _model_problems(problems, model, framework, tokenizer, check_data)
     if fail_host_at_step is not None and not 1 <= fail_host_at_step < steps:
         problems.append(
