@@ -46,8 +46,6 @@ PLAN_FIXTURES = frozenset({"stack_plans", "stack_previews", "calls"})
 # Fixtures that read ../shared/ref (or $RAYTPU_*_CRDS); tests that read the reference data
 # without one are marked where they are.
 REF_FIXTURES = frozenset({"validate_crd", "ref_dir"})
-# A unit test of an import-graph or layout rule may name these modules without loading them.
-UNIT_BY_RULE = frozenset({"test_import_graph.py", "test_module_size.py"})
 
 
 @functools.cache
@@ -86,8 +84,6 @@ def tier_of(path: Path, fixtures: set[str], slow: bool) -> str:
         imports |= _imports(conftest)
     if parts[0] == "workloads" or slow or _reaches(imports, PROCESS_IMPORTS):
         return "process"
-    if path.name in UNIT_BY_RULE:
-        return "unit"
     if fixtures & PLAN_FIXTURES or _reaches(imports, PLAN_IMPORTS):
         return "plan"
     return "unit"
